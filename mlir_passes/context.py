@@ -1,0 +1,77 @@
+"""MLIR context construction for dynjax (jaxlib's bundled MLIR).
+
+``make_context()`` builds a fresh ``ir.Context`` with every dialect our
+lowering and passes need; ``get_context()`` returns one shared, lazily built
+context.  StableHLO passes are registered once per process so that
+``PassManager.parse`` understands ``stablehlo-*`` pass names.
+"""
+
+from __future__ import annotations
+
+import threading
+
+from jaxlib.mlir import ir, passmanager
+from jaxlib.mlir.dialects import chlo, stablehlo
+from jaxlib.mlir._mlir_libs import _jax_mlir_ext
+
+__all__ = ["make_context", "get_context", "run_pipeline", "register_passes"]
+
+_lock = threading.Lock()
+_shared_context: ir.Context | None = None
+_passes_registered = False
+
+
+def register_passes() -> None:
+    """Register the StableHLO passes with the global MLIR pass registry (once)."""
+    global _passes_registered
+    if _passes_registered:
+        return
+    with _lock:
+        if not _passes_registered:
+            stablehlo.register_stablehlo_passes()
+            _passes_registered = True
+
+
+def make_context() -> ir.Context:
+    """Return a new ``ir.Context`` with func/arith/scf/tensor/... plus stablehlo and chlo loaded."""
+    register_passes()
+    ctx = ir.Context()
+    registry = ir.DialectRegistry()
+    # func, arith, math, scf, cf, tensor, shape, memref, vector, ... (a bare
+    # Context knows none of them, not even `func`).
+    _jax_mlir_ext.register_dialects(registry)
+    ctx.append_dialect_registry(registry)
+    ctx.load_all_available_dialects()
+    stablehlo.register_dialect(ctx)
+    chlo.register_dialect(ctx)
+    return ctx
+
+
+def get_context() -> ir.Context:
+    """Return the process-wide shared context (created on first use)."""
+    global _shared_context
+    ctx = _shared_context
+    if ctx is None:
+        with _lock:
+            if _shared_context is None:
+                _shared_context = make_context()
+            ctx = _shared_context
+    return ctx
+
+
+def run_pipeline(module: "ir.Module", pipeline: str) -> None:
+    """Run a textual pass pipeline (``builtin.module(...)``) on ``module`` in place.
+
+    Raises ``ValueError`` for an unknown pass or a pipeline syntax error, and
+    ``ValueError`` (carrying MLIR's diagnostics) when a pass fails.
+    """
+    register_passes()
+    ctx = module.context
+    try:
+        pm = passmanager.PassManager.parse(pipeline, ctx)
+    except Exception as e:  # MLIRError / ValueError depending on version
+        raise ValueError(f"invalid pass pipeline {pipeline!r}: {e}") from None
+    try:
+        pm.run(module.operation)
+    except Exception as e:
+        raise ValueError(f"pass pipeline {pipeline!r} failed: {e}") from None
