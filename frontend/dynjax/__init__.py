@@ -1,0 +1,26 @@
+"""dynjax: trace numerical Python with dynamically-shaped arrays, compile it through XLA.
+
+Pipeline: trace (``core``) -> jaxpr (``core.jaxpr``) -> lower (``lowering``) ->
+specialize (``mlir_passes``) -> compile and run (``runtime``). See doc/architecture.md.
+"""
+from .core.avals import (DBIdx, DShapedArray, InDBIdx, OutDBIdx, ShapedArray,  # noqa: F401
+                         bool_, float32, float64, int32, int64)
+from .core.interpret import eval_jaxpr  # noqa: F401
+from .core.jaxpr import ClosedJaxpr, Jaxpr, JaxprTypeError, check_jaxpr  # noqa: F401
+from .core.pytree import (register_pytree_node, tree_flatten, tree_map,  # noqa: F401
+                          tree_unflatten)
+from .tracing import ShapeDtypeStruct, make_jaxpr  # noqa: F401
+from . import lax, numpy  # noqa: F401
+
+__version__ = "0.1.0"
+
+
+def __getattr__(name):
+    # Control flow and qjit import lazily (they depend on the whole package).
+    if name in ("for_loop", "while_loop", "cond"):
+        from .control_flow import catalyst_api
+        return getattr(catalyst_api, name)
+    if name == "qjit":
+        from .qjit import qjit
+        return qjit
+    raise AttributeError(f"module 'dynjax' has no attribute {name!r}")

@@ -1,0 +1,1 @@
+"""The tracing core: avals, jaxprs, the interpreter stack, staging and type expansion."""

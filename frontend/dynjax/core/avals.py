@@ -1,0 +1,182 @@
+"""Abstract values: what the tracer knows about an array without its data.
+
+A ``ShapedArray`` has a fully static shape. A ``DShapedArray`` may have shape
+entries that are not integers; what they are depends on where the aval lives:
+
+* in a tracer's aval: dimension tracers (scalar integer tracers of the same trace);
+* in a jaxpr variable's type: jaxpr variables (``Var``) bound earlier;
+* in an ``in_type``: ``DBIdx(i)``, the i-th entry of the same input type;
+* in an ``out_type``: ``InDBIdx(i)`` (the i-th input) or ``OutDBIdx(i)`` (the
+  i-th output of the same output type).
+
+Dtypes are numpy dtypes; the five supported ones print as ``f64 f32 i64 i32 bool``.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+float64 = np.dtype("float64")
+float32 = np.dtype("float32")
+int64 = np.dtype("int64")
+int32 = np.dtype("int32")
+bool_ = np.dtype("bool")
+
+SUPPORTED_DTYPES = (float64, float32, int64, int32, bool_)
+_SHORT_NAMES = {float64: "f64", float32: "f32", int64: "i64", int32: "i32", bool_: "bool"}
+
+# Extra dtypes that users may hand us; they are narrowed or widened to a supported one.
+_DTYPE_ALIASES = {
+    np.dtype("float16"): float32,
+    np.dtype("int8"): int32,
+    np.dtype("int16"): int32,
+    np.dtype("uint8"): int32,
+    np.dtype("uint16"): int32,
+    np.dtype("uint32"): int64,
+    np.dtype("uint64"): int64,
+}
+
+
+def canonical_dtype(dtype: Any) -> np.dtype:
+    """Map a user's dtype spec (``float``, ``'int32'``, ``np.float64`` ...) to a supported dtype."""
+    if dtype is float:
+        return float64
+    if dtype is int:
+        return int64
+    if dtype is bool:
+        return bool_
+    try:
+        dt = np.dtype(dtype)
+    except TypeError as e:
+        raise TypeError(f"dtype {dtype!r} is not understood") from e
+    if dt in SUPPORTED_DTYPES:
+        return dt
+    if dt in _DTYPE_ALIASES:
+        return _DTYPE_ALIASES[dt]
+    raise TypeError(f"dtype {dt} is not supported (supported: float64, float32, int64, int32, bool)")
+
+
+def dtype_short_name(dtype: np.dtype) -> str:
+    return _SHORT_NAMES.get(np.dtype(dtype), str(dtype))
+
+
+def is_integer_dtype(dtype) -> bool:
+    return np.issubdtype(dtype, np.integer)
+
+
+def is_float_dtype(dtype) -> bool:
+    return np.issubdtype(dtype, np.floating)
+
+
+@dataclass(frozen=True)
+class DBIdx:
+    """Reference, inside an in_type, to the input at position ``val`` of that same in_type."""
+    val: int
+
+    def __repr__(self):
+        return f"DBIdx({self.val})"
+
+
+@dataclass(frozen=True)
+class InDBIdx:
+    """Reference, inside an out_type, to the input at position ``val`` of the program."""
+    val: int
+
+    def __repr__(self):
+        return f"InDBIdx({self.val})"
+
+
+@dataclass(frozen=True)
+class OutDBIdx:
+    """Reference, inside an out_type, to the output at position ``val`` of that same out_type."""
+    val: int
+
+    def __repr__(self):
+        return f"OutDBIdx({self.val})"
+
+
+INDEX_TYPES = (DBIdx, InDBIdx, OutDBIdx)
+
+
+def same_dim(d1, d2) -> bool:
+    """Two dims are equal when both are the same int, or the very same symbolic object."""
+    if isinstance(d1, int) and isinstance(d2, int):
+        return d1 == d2
+    if isinstance(d1, INDEX_TYPES) or isinstance(d2, INDEX_TYPES):
+        return type(d1) is type(d2) and d1 == d2
+    return d1 is d2
+
+
+def is_static_shape(shape) -> bool:
+    return all(isinstance(d, int) for d in shape)
+
+
+class ShapedArray:
+    """An array type with a static shape, e.g. ``f64[3,4]``."""
+    __slots__ = ("shape", "dtype", "weak_type")
+
+    def __init__(self, shape, dtype, weak_type: bool = False):
+        self.shape = tuple(shape)
+        self.dtype = np.dtype(dtype)
+        self.weak_type = bool(weak_type)
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    def update(self, shape=None, dtype=None, weak_type=None):
+        return make_aval(self.shape if shape is None else shape,
+                         self.dtype if dtype is None else dtype,
+                         self.weak_type if weak_type is None else weak_type)
+
+    def strip_weak_type(self):
+        return self.update(weak_type=False) if self.weak_type else self
+
+    def same_type(self, other) -> bool:
+        """Type equality as the type checker sees it (weak types are ignored)."""
+        return (isinstance(other, ShapedArray) and self.dtype == other.dtype
+                and len(self.shape) == len(other.shape)
+                and all(same_dim(a, b) for a, b in zip(self.shape, other.shape)))
+
+    def str_short(self, dim_name=str) -> str:
+        dims = ",".join(str(d) if isinstance(d, int) else dim_name(d) for d in self.shape)
+        return f"{dtype_short_name(self.dtype)}[{dims}]"
+
+    def __repr__(self):
+        return f"{type(self).__name__}({self.str_short(repr)}{', weak' if self.weak_type else ''})"
+
+
+class DShapedArray(ShapedArray):
+    """An array type whose shape may hold symbolic dimensions (see the module docstring)."""
+    __slots__ = ()
+
+
+def make_aval(shape, dtype, weak_type: bool = False) -> ShapedArray:
+    """A ShapedArray when every dim is an int, otherwise a DShapedArray."""
+    shape = tuple(shape)
+    cls = ShapedArray if is_static_shape(shape) else DShapedArray
+    return cls(shape, dtype, weak_type)
+
+
+def scalar_aval(dtype, weak_type: bool = False) -> ShapedArray:
+    return ShapedArray((), dtype, weak_type)
+
+
+def dim_aval() -> ShapedArray:
+    """The type of a dimension value: ``i64[]``."""
+    return ShapedArray((), int64)
+
+
+def aval_of_value(x) -> ShapedArray:
+    """The abstract value of a concrete Python or numpy value."""
+    if isinstance(x, bool) or isinstance(x, np.bool_):
+        return ShapedArray((), bool_, weak_type=False)
+    if isinstance(x, int):
+        return ShapedArray((), int64, weak_type=True)
+    if isinstance(x, float):
+        return ShapedArray((), float64, weak_type=True)
+    if isinstance(x, (np.ndarray, np.generic)):
+        return ShapedArray(x.shape, canonical_dtype(x.dtype))
+    raise TypeError(f"{type(x).__name__} is not a valid array value")

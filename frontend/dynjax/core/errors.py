@@ -1,0 +1,46 @@
+"""User-facing error plumbing: tracebacks that end at the user's line.
+
+Errors raised while tracing come from deep inside dynjax. ``api_boundary`` wraps the
+public entry points; when an exception escapes, the dynjax-internal frames are removed
+from its traceback so that the last frame shown is the user's own line. Set
+``DYNJAX_TRACEBACK_FILTERING=off`` to see everything.
+"""
+from __future__ import annotations
+
+import functools
+import os
+import types
+
+_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _is_internal(tb) -> bool:
+    return tb.tb_frame.f_code.co_filename.startswith(_PACKAGE_DIR)
+
+
+def filter_traceback(tb):
+    kept = []
+    while tb is not None:
+        if not _is_internal(tb):
+            kept.append(tb)
+        tb = tb.tb_next
+    new = None
+    for t in reversed(kept):
+        new = types.TracebackType(new, t.tb_frame, t.tb_lasti, t.tb_lineno)
+    return new
+
+
+def api_boundary(fun):
+    """Decorate a public entry point so that errors show the user's frames only."""
+    @functools.wraps(fun)
+    def wrapper(*args, **kwargs):
+        try:
+            return fun(*args, **kwargs)
+        except Exception as e:
+            if os.environ.get("DYNJAX_TRACEBACK_FILTERING", "on") == "off":
+                raise
+            tb = filter_traceback(e.__traceback__)
+            if tb is None:
+                raise
+            raise e.with_traceback(tb)
+    return wrapper

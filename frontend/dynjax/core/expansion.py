@@ -1,0 +1,139 @@
+"""Input/output type deduction and parsing: the seed's general binding algorithm.
+
+Python tracers carry their dims inside their avals ("collapsed"); jaxprs pass dims as
+separate implicit values ("expanded"). The functions here convert between the two:
+
+* ``deduce_input_type(args, is_implicit, share)`` - expand arguments for a nested
+  program: dims chosen by ``is_implicit`` become implicit leading arguments (``DBIdx``);
+  other symbolic dims stay references to the enclosing scope's tracers.
+* ``parse_input_type(trace, in_type)`` - create the argument tracers of a nested scope;
+  dims that refer to the enclosing scope are captured as constants.
+* ``expand_outputs(outs, inputs)`` - prepend, as implicit outputs, every output dim that
+  is neither an input nor another output.
+* ``trace_nested(fun, in_type)`` - run the whole ``abstractEval`` step: open a scope,
+  parse the input type, call ``fun``, expand its outputs and close the scope.
+
+Creating the result tracers in the caller's scope is the primitive's abstract
+evaluation: the nested jaxpr's ``out_type`` maps ``InDBIdx`` to operands and
+``OutDBIdx`` to other results (see ``JaxprTrace.process_primitive``).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, List, Optional, Sequence, Tuple
+
+from .avals import DBIdx, ShapedArray, dim_aval, make_aval
+from .jaxpr import Jaxpr
+from .staging import JaxprTrace, new_jaxpr_trace
+from .trace import Tracer, current_trace, typeof
+
+
+def is_symbolic(d) -> bool:
+    return not isinstance(d, int)
+
+
+def deduce_input_type(args: Sequence[Any], is_implicit: Callable[[Any], bool] = lambda d: True,
+                      share: bool = True):
+    """Expand ``args`` with implicit dimension arguments.
+
+    Returns ``(implicit_dims, in_type)``: the enclosing-scope dim values to pass as
+    implicit arguments, and the in_type of ``implicit + args``. With ``share`` one implicit
+    argument stands for each distinct dim (by identity); without it, every occurrence of a
+    dim gets its own implicit argument.
+    """
+    avals = [typeof(a) for a in args]
+    implicit: List[Any] = []
+    slots: List[List[Any]] = []          # per arg: per axis, ('imp', k) | dim
+    seen = {}
+    for aval in avals:
+        row = []
+        for d in aval.shape:
+            if is_symbolic(d) and is_implicit(d):
+                if share and id(d) in seen:
+                    k = seen[id(d)]
+                else:
+                    k = len(implicit)
+                    implicit.append(d)
+                    seen[id(d)] = k
+                row.append(("imp", k))
+            else:
+                row.append(d)
+        slots.append(row)
+    in_type = [(dim_aval(), False) for _ in implicit]
+    for aval, row in zip(avals, slots):
+        shape = tuple(DBIdx(s[1]) if isinstance(s, tuple) else s for s in row)
+        in_type.append((aval.update(shape=shape, weak_type=aval.weak_type), True))
+    return implicit, tuple(in_type)
+
+
+def parse_input_type(trace: JaxprTrace, in_type) -> List[Tracer]:
+    """Create argument tracers in ``trace`` for an in_type (outer dims get captured)."""
+    tracers: List[Tracer] = []
+    for aval, _ in in_type:
+        shape = []
+        for d in aval.shape:
+            if isinstance(d, DBIdx):
+                shape.append(tracers[d.val])
+            elif isinstance(d, Tracer):
+                shape.append(trace.full_raise(d))
+            else:
+                shape.append(d)
+        tracers.append(trace.new_arg(make_aval(shape, aval.dtype, aval.weak_type)))
+    return tracers
+
+
+def expand_outputs(outs: Sequence[Tracer], inputs: Sequence[Tracer]) -> Tuple[list, tuple]:
+    """Prepend implicit outputs for dims of ``outs`` that are not inputs or outputs.
+
+    Returns ``(expanded_outs, out_explicit)``.
+    """
+    known = {id(t) for t in inputs} | {id(o) for o in outs}
+    implicit = []
+    for o in outs:
+        for d in typeof(o).shape:
+            if isinstance(d, Tracer) and id(d) not in known:
+                known.add(id(d))
+                implicit.append(d)
+    return implicit + list(outs), (False,) * len(implicit) + (True,) * len(outs)
+
+
+@dataclass
+class NestedProgram:
+    """A traced nested program in closed form (the seed's ``abstractEval`` result)."""
+    jaxpr: Jaxpr                 # invars: consts + expanded inputs; outvars: expanded outputs
+    consts: list                 # enclosing-scope values for the leading const invars
+    out_tree: Any                # pytree structure of the explicit outputs
+    num_implicit_out: int
+
+    @property
+    def nconsts(self) -> int:
+        return len(self.consts)
+
+
+def trace_nested(fun: Callable, in_type, out_tree_fn: Callable, expand: bool = True,
+                 outputs_hook: Optional[Callable] = None) -> NestedProgram:
+    """Trace ``fun`` in a fresh scope nested in the current one.
+
+    ``fun`` receives the explicit argument tracers and returns a pytree;
+    ``out_tree_fn(result)`` flattens it into ``(leaves, treedef)``. ``outputs_hook``, if
+    given, may rewrite ``(arg_tracers, leaves)`` into the expanded output list itself
+    (loops use it to emit one implicit output per carried dim); otherwise outputs are
+    expanded with ``expand_outputs``.
+    """
+    parent = current_trace()
+    parent = parent if isinstance(parent, JaxprTrace) else None
+    with new_jaxpr_trace(parent) as scope:
+        arg_tracers = parse_input_type(scope, in_type)
+        explicit = [t for t, (_, e) in zip(arg_tracers, in_type) if e]
+        result = fun(*explicit)
+        leaves, tree = out_tree_fn(result)
+        leaves = [scope.full_raise(x) for x in leaves]
+        if outputs_hook is not None:
+            outs, out_explicit = outputs_hook(arg_tracers, leaves)
+        elif expand:
+            inputs = list(arg_tracers) + [inner for _, inner in scope.captured]
+            outs, out_explicit = expand_outputs(leaves, inputs)
+        else:
+            outs, out_explicit = leaves, (True,) * len(leaves)
+        jaxpr, consts = scope.close(arg_tracers, outs, [e for _, e in in_type], out_explicit)
+    return NestedProgram(jaxpr, consts, tree, out_explicit.count(False))

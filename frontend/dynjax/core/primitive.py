@@ -1,0 +1,51 @@
+"""Primitives and the rule tables that interpret them.
+
+A ``Primitive`` is only a name plus a flag saying whether it returns several results.
+What a primitive *means* lives in one table per interpretation, keyed by primitive:
+
+* ``impl_rules``           - evaluate on numpy values (eager evaluation);
+* ``abstract_eval_rules``  - compute output types from input types (tracing, type checking);
+* ``lowering_rules``       - emit StableHLO (in ``dynjax.lowering``);
+* ``jvp_rules``, ``transpose_rules``, ``batching_rules`` - for future transformations.
+
+Adding a primitive is a checklist: create it, then register one rule in each table.
+
+Abstract evaluation rules receive the operands themselves (tracers while tracing,
+jaxpr atoms while type checking), each with an ``.aval``; ``as_dim(x)`` gives the
+value to put into a shape when an operand is used as a dimension. Rules return one
+aval (or a list when ``multiple_results``) whose dims are ints, dims taken from the
+operands, or ``OutDBIdx(k)`` meaning "the k-th result of this same equation".
+"""
+from __future__ import annotations
+
+from typing import Callable, Dict
+
+
+class Primitive:
+    """A named operation; see the module docstring for how it is given meaning."""
+
+    def __init__(self, name: str, multiple_results: bool = False):
+        self.name = name
+        self.multiple_results = multiple_results
+
+    def bind(self, *args, **params):
+        from .trace import bind
+        return bind(self, *args, **params)
+
+    def __repr__(self):
+        return self.name
+
+
+impl_rules: Dict[Primitive, Callable] = {}
+abstract_eval_rules: Dict[Primitive, Callable] = {}
+jvp_rules: Dict[Primitive, Callable] = {}
+transpose_rules: Dict[Primitive, Callable] = {}
+batching_rules: Dict[Primitive, Callable] = {}
+
+
+def as_dim(x):
+    """The dimension an operand stands for: an int for known values, else the operand itself."""
+    method = getattr(x, "as_dim", None)
+    if method is not None:
+        return method()
+    return int(x)

@@ -1,0 +1,676 @@
+"""The primitive catalogue: each primitive with its numpy impl and abstract evaluation.
+
+Primitives are strict: elementwise binary operations need equal shapes and dtypes
+(broadcasting and type promotion happen in ``dynjax.numpy``). Operations whose result
+shape may be dynamic take the dynamic sizes as trailing scalar operands and record
+``None`` in the corresponding entry of their static ``shape``-like param, as in
+``broadcast_in_dim[broadcast_dimensions=() shape=(None,)] 1.0 b``.
+
+Lowering rules live in ``dynjax.lowering``; control-flow primitives in
+``dynjax.control_flow``.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..core.avals import bool_, canonical_dtype, int64, is_float_dtype, is_integer_dtype
+from ..core.primitive import as_dim
+from .base import (aval, check_dim_operands, check_dtypes_equal, check_same_shapes,
+                   concrete_shape, define, describe_shapes, dims_from_operands, result_aval,
+                   same_dim, shapes_equal)
+
+
+def _arr(x, dtype=None):
+    return np.asarray(x, dtype=dtype)
+
+
+# ----------------------------------------------------------------------------------------------
+# Elementwise
+# ----------------------------------------------------------------------------------------------
+
+def _unary_abstract(name, kinds):
+    def rule(x):
+        a = aval(x)
+        if kinds == "float" and not is_float_dtype(a.dtype):
+            raise TypeError(f"{name} needs a floating-point operand, got {a.str_short()}")
+        if kinds == "number" and a.dtype == bool_:
+            raise TypeError(f"{name} does not accept a bool operand")
+        if kinds == "int_or_bool" and is_float_dtype(a.dtype):
+            raise TypeError(f"{name} needs an integer or bool operand, got {a.str_short()}")
+        return result_aval(a.shape, a.dtype, a.weak_type)
+    return rule
+
+
+def _unary(name, fn, kinds="number"):
+    def impl(x):
+        x = _arr(x)
+        with np.errstate(all="ignore"):
+            return _arr(fn(x), x.dtype)
+    return define(name, impl, _unary_abstract(name, kinds))
+
+
+neg_p = _unary("neg", np.negative)
+sign_p = _unary("sign", np.sign)
+floor_p = _unary("floor", np.floor, "float")
+ceil_p = _unary("ceil", np.ceil, "float")
+round_p = _unary("round", np.round, "float")
+exp_p = _unary("exp", np.exp, "float")
+log_p = _unary("log", np.log, "float")
+log1p_p = _unary("log1p", np.log1p, "float")
+expm1_p = _unary("expm1", np.expm1, "float")
+sin_p = _unary("sin", np.sin, "float")
+cos_p = _unary("cos", np.cos, "float")
+tan_p = _unary("tan", np.tan, "float")
+asin_p = _unary("asin", np.arcsin, "float")
+acos_p = _unary("acos", np.arccos, "float")
+atan_p = _unary("atan", np.arctan, "float")
+sinh_p = _unary("sinh", np.sinh, "float")
+cosh_p = _unary("cosh", np.cosh, "float")
+tanh_p = _unary("tanh", np.tanh, "float")
+sqrt_p = _unary("sqrt", np.sqrt, "float")
+rsqrt_p = _unary("rsqrt", lambda x: 1.0 / np.sqrt(x), "float")
+cbrt_p = _unary("cbrt", np.cbrt, "float")
+abs_p = _unary("abs", np.abs)
+not_p = _unary("not", lambda x: np.logical_not(x) if x.dtype == np.bool_ else np.invert(x), "int_or_bool")
+logistic_p = _unary("logistic", lambda x: 1.0 / (1.0 + np.exp(-x)), "float")
+
+
+def _is_finite_abstract(x):
+    a = aval(x)
+    if not is_float_dtype(a.dtype):
+        raise TypeError(f"is_finite needs a floating-point operand, got {a.str_short()}")
+    return result_aval(a.shape, bool_)
+
+
+is_finite_p = define("is_finite", lambda x: np.isfinite(_arr(x)), _is_finite_abstract)
+
+
+def _binary_abstract(name, kinds, out_bool=False):
+    def rule(x, y):
+        a, b = aval(x), aval(y)
+        check_dtypes_equal(name, a, b)
+        if a.ndim and b.ndim:
+            check_same_shapes(name, a, b)
+        shape = a.shape if a.ndim else b.shape   # a rank-0 operand broadcasts
+        if kinds == "number" and a.dtype == bool_:
+            raise TypeError(f"{name} does not accept bool operands")
+        if kinds == "int_or_bool" and is_float_dtype(a.dtype):
+            raise TypeError(f"{name} needs integer or bool operands, got {a.dtype.name}")
+        if kinds == "float" and not is_float_dtype(a.dtype):
+            raise TypeError(f"{name} needs floating-point operands, got {a.dtype.name}")
+        dtype = bool_ if out_bool else a.dtype
+        return result_aval(shape, dtype, a.weak_type and b.weak_type and not out_bool)
+    return rule
+
+
+def _binary(name, fn, kinds="number", out_bool=False):
+    def impl(x, y):
+        x, y = _arr(x), _arr(y)
+        with np.errstate(all="ignore"):
+            out = fn(x, y)
+        return _arr(out, bool_ if out_bool else x.dtype)
+    return define(name, impl, _binary_abstract(name, kinds, out_bool))
+
+
+def _int_div(x, y):
+    """Integer division rounding toward zero, as XLA does (numpy's // rounds down)."""
+    safe = np.where(y == 0, 1, y)
+    q = np.sign(x) * np.sign(safe) * (np.abs(x) // np.abs(safe))
+    return np.where(y == 0, 0, q)
+
+
+def _div(x, y):
+    if is_integer_dtype(x.dtype):
+        return _int_div(x, y)
+    return np.true_divide(x, y)
+
+
+def _rem(x, y):
+    if is_integer_dtype(x.dtype):
+        safe = np.where(y == 0, 1, y)
+        return np.where(y == 0, 0, np.fmod(x, safe))
+    return np.fmod(x, y)
+
+
+def _pow(x, y):
+    if is_integer_dtype(x.dtype):
+        return np.where(y < 0, 0, np.power(x, np.maximum(y, 0)))
+    return np.power(x, y)
+
+
+add_p = _binary("add", lambda x, y: np.logical_or(x, y) if x.dtype == np.bool_ else x + y, "any")
+sub_p = _binary("sub", np.subtract)
+mul_p = _binary("mul", lambda x, y: np.logical_and(x, y) if x.dtype == np.bool_ else x * y, "any")
+div_p = _binary("div", _div)
+rem_p = _binary("rem", _rem)
+pow_p = _binary("pow", _pow)
+max_p = _binary("max", np.maximum, "any")
+min_p = _binary("min", np.minimum, "any")
+atan2_p = _binary("atan2", np.arctan2, "float")
+and_p = _binary("and", np.bitwise_and, "int_or_bool")
+or_p = _binary("or", np.bitwise_or, "int_or_bool")
+xor_p = _binary("xor", np.bitwise_xor, "int_or_bool")
+eq_p = _binary("eq", np.equal, "any", out_bool=True)
+ne_p = _binary("ne", np.not_equal, "any", out_bool=True)
+lt_p = _binary("lt", np.less, "any", out_bool=True)
+le_p = _binary("le", np.less_equal, "any", out_bool=True)
+gt_p = _binary("gt", np.greater, "any", out_bool=True)
+ge_p = _binary("ge", np.greater_equal, "any", out_bool=True)
+
+
+def _integer_pow_impl(x, *, y):
+    x = _arr(x)
+    return _arr(x ** y if y >= 0 else 1 / (x ** -y), x.dtype)
+
+
+def _integer_pow_abstract(x, *, y):
+    a = aval(x)
+    if y < 0 and not is_float_dtype(a.dtype):
+        raise TypeError("integer_pow with a negative exponent needs a floating-point operand")
+    return result_aval(a.shape, a.dtype, a.weak_type)
+
+
+integer_pow_p = define("integer_pow", _integer_pow_impl, _integer_pow_abstract)
+
+
+def _select_n_impl(which, *cases):
+    which = _arr(which)
+    if which.dtype == np.bool_:
+        which = which.astype(np.int64)
+    return _arr(np.choose(which, [_arr(c) for c in cases]), _arr(cases[0]).dtype)
+
+
+def _select_n_abstract(which, *cases):
+    w = aval(which)
+    cs = [aval(c) for c in cases]
+    if not cs:
+        raise TypeError("select_n needs at least one case")
+    if w.dtype != bool_ and not is_integer_dtype(w.dtype):
+        raise TypeError(f"select_n predicate must be bool or integer, got {w.dtype.name}")
+    check_dtypes_equal("select_n", *cs)
+    check_same_shapes("select_n", *cs)
+    if w.shape != () and not shapes_equal(w.shape, cs[0].shape):
+        raise TypeError(f"select_n: predicate shape must be scalar or match the cases: {describe_shapes(w, cs[0])}")
+    return result_aval(cs[0].shape, cs[0].dtype, all(c.weak_type for c in cs))
+
+
+select_n_p = define("select_n", _select_n_impl, _select_n_abstract)
+
+
+def _convert_impl(x, *, new_dtype, weak_type=False):
+    x = _arr(x)
+    if is_integer_dtype(new_dtype) and is_float_dtype(x.dtype):
+        with np.errstate(all="ignore"):
+            x = np.trunc(x)
+            info = np.iinfo(new_dtype)
+            x = np.where(np.isnan(x), 0, np.clip(x, info.min, info.max))
+    return _arr(x, new_dtype)
+
+
+def _convert_abstract(x, *, new_dtype, weak_type=False):
+    a = aval(x)
+    return result_aval(a.shape, canonical_dtype(new_dtype), weak_type)
+
+
+convert_element_type_p = define("convert_element_type", _convert_impl, _convert_abstract)
+
+# ----------------------------------------------------------------------------------------------
+# Shapes: broadcast, iota, reshape, transpose, squeeze
+# ----------------------------------------------------------------------------------------------
+
+
+def _broadcast_in_dim_impl(x, *dyn_shape, shape, broadcast_dimensions):
+    x = _arr(x)
+    out_shape = concrete_shape(shape, dyn_shape)
+    expanded = [1] * len(out_shape)
+    for i, d in enumerate(broadcast_dimensions):
+        expanded[d] = x.shape[i]
+    return np.array(np.broadcast_to(x.reshape(expanded), out_shape))
+
+
+def _broadcast_in_dim_abstract(x, *dyn_shape, shape, broadcast_dimensions):
+    a = aval(x)
+    check_dim_operands("broadcast_in_dim", dyn_shape)
+    out_shape = dims_from_operands(shape, dyn_shape)
+    if len(broadcast_dimensions) != a.ndim:
+        raise TypeError(f"broadcast_in_dim: operand rank {a.ndim} does not match "
+                        f"broadcast_dimensions {broadcast_dimensions}")
+    for i, d in enumerate(broadcast_dimensions):
+        if not 0 <= d < len(out_shape):
+            raise TypeError(f"broadcast_in_dim: broadcast dimension {d} out of range")
+        src = a.shape[i]
+        if not (isinstance(src, int) and src == 1) and not same_dim(src, out_shape[d]):
+            raise TypeError(f"broadcast_in_dim: cannot broadcast {describe_shapes(a)} to "
+                            f"{describe_shapes(result_aval(out_shape, a.dtype))}")
+    for d in out_shape:
+        if isinstance(d, int) and d < 0:
+            raise TypeError(f"broadcast_in_dim: negative dimension {d}")
+    return result_aval(out_shape, a.dtype, a.weak_type)
+
+
+broadcast_in_dim_p = define("broadcast_in_dim", _broadcast_in_dim_impl, _broadcast_in_dim_abstract)
+
+
+def _iota_impl(*dyn_shape, dtype, shape, dimension):
+    out_shape = concrete_shape(shape, dyn_shape)
+    idx = np.arange(out_shape[dimension], dtype=dtype)
+    expanded = [1] * len(out_shape)
+    expanded[dimension] = out_shape[dimension]
+    return np.array(np.broadcast_to(idx.reshape(expanded), out_shape))
+
+
+def _iota_abstract(*dyn_shape, dtype, shape, dimension):
+    check_dim_operands("iota", dyn_shape)
+    return result_aval(dims_from_operands(shape, dyn_shape), canonical_dtype(dtype))
+
+
+iota_p = define("iota", _iota_impl, _iota_abstract)
+
+
+def _reshape_impl(x, *dyn_shape, new_sizes, dimensions=None):
+    x = _arr(x)
+    out = concrete_shape(new_sizes, dyn_shape)
+    if int(np.prod(out)) != x.size:
+        raise ValueError(f"cannot reshape an array of shape {x.shape} (size {x.size}) into shape {out}")
+    return x.reshape(out)
+
+
+def _reshape_abstract(x, *dyn_shape, new_sizes, dimensions=None):
+    a = aval(x)
+    check_dim_operands("reshape", dyn_shape)
+    out = dims_from_operands(new_sizes, dyn_shape)
+    # Sizes must be provably equal: equal products of static dims and the same multiset of dims.
+    def split(shape):
+        static, sym = 1, []
+        for d in shape:
+            if isinstance(d, int):
+                static *= d
+            else:
+                sym.append(d)
+        return static, sym
+    s_in, y_in = split(a.shape)
+    s_out, y_out = split(out)
+    ok = s_in == s_out and len(y_in) == len(y_out) and all(
+        any(d is e for e in y_out) for d in y_in) and all(any(d is e for e in y_in) for d in y_out)
+    if not ok and s_in == 0 and s_out == 0:
+        ok = True
+    provably_different = (not y_in and not y_out) or (
+        s_in != s_out and sorted(map(id, y_in)) == sorted(map(id, y_out)))
+    if not ok and provably_different:
+        raise TypeError(f"reshape: cannot reshape {describe_shapes(a)} into shape "
+                        f"{describe_shapes(result_aval(out, a.dtype))}: the sizes differ")
+    # Sizes the tracer cannot decide (e.g. n*3 vs a traced product) are checked at run time.
+    return result_aval(out, a.dtype, a.weak_type)
+
+
+reshape_p = define("reshape", _reshape_impl, _reshape_abstract)
+
+
+def _transpose_abstract(x, *, permutation):
+    a = aval(x)
+    if sorted(permutation) != list(range(a.ndim)):
+        raise TypeError(f"transpose: permutation {permutation} is not a permutation of the {a.ndim} axes")
+    return result_aval(tuple(a.shape[p] for p in permutation), a.dtype, a.weak_type)
+
+
+transpose_p = define("transpose", lambda x, *, permutation: np.ascontiguousarray(np.transpose(_arr(x), permutation)),
+                     _transpose_abstract)
+
+
+def _squeeze_abstract(x, *, dimensions):
+    a = aval(x)
+    for d in dimensions:
+        if not 0 <= d < a.ndim:
+            raise TypeError(f"squeeze: axis {d} out of range for {describe_shapes(a)}")
+        if not (isinstance(a.shape[d], int) and a.shape[d] == 1):
+            raise TypeError(f"squeeze: axis {d} of {describe_shapes(a)} does not have size 1")
+    return result_aval(tuple(s for i, s in enumerate(a.shape) if i not in dimensions), a.dtype, a.weak_type)
+
+
+squeeze_p = define("squeeze", lambda x, *, dimensions: np.squeeze(_arr(x), tuple(dimensions)), _squeeze_abstract)
+
+def _rev_abstract(x, *, dimensions):
+    a = aval(x)
+    for d in dimensions:
+        if not 0 <= d < a.ndim:
+            raise TypeError(f"rev: axis {d} out of range for {describe_shapes(a)}")
+    return result_aval(a.shape, a.dtype, a.weak_type)
+
+
+rev_p = define("rev", lambda x, *, dimensions: np.array(np.flip(_arr(x), tuple(dimensions))), _rev_abstract)
+
+# ----------------------------------------------------------------------------------------------
+# Reductions and scans
+# ----------------------------------------------------------------------------------------------
+
+
+def _reduce_abstract(name, kinds="any"):
+    def rule(x, *, axes):
+        a = aval(x)
+        for ax in axes:
+            if not 0 <= ax < a.ndim:
+                raise TypeError(f"{name}: axis {ax} out of range for {describe_shapes(a)}")
+        return result_aval(tuple(d for i, d in enumerate(a.shape) if i not in axes), a.dtype, a.weak_type)
+    return rule
+
+
+def _reduce(name, fn, identity_ok=True):
+    def impl(x, *, axes):
+        x = _arr(x)
+        if not identity_ok and any(x.shape[ax] == 0 for ax in axes):
+            # max/min of an empty axis: the identity of the monoid (XLA semantics).
+            if is_float_dtype(x.dtype):
+                ident = -np.inf if name == "reduce_max" else np.inf
+            elif x.dtype == np.bool_:
+                ident = name == "reduce_min"
+            else:
+                info = np.iinfo(x.dtype)
+                ident = info.min if name == "reduce_max" else info.max
+            shape = tuple(d for i, d in enumerate(x.shape) if i not in axes)
+            return np.full(shape, ident, dtype=x.dtype)
+        return _arr(fn(x, axis=tuple(axes)), x.dtype)
+    return define(name, impl, _reduce_abstract(name))
+
+
+reduce_sum_p = _reduce("reduce_sum", lambda x, axis: np.sum(x, axis=axis) if x.dtype != np.bool_ else np.any(x, axis=axis))
+reduce_prod_p = _reduce("reduce_prod", lambda x, axis: np.prod(x, axis=axis) if x.dtype != np.bool_ else np.all(x, axis=axis))
+reduce_max_p = _reduce("reduce_max", np.max, identity_ok=False)
+reduce_min_p = _reduce("reduce_min", np.min, identity_ok=False)
+
+
+def _argminmax(name, fn):
+    def impl(x, *, axes, index_dtype):
+        x = _arr(x)
+        (ax,) = axes
+        if x.shape[ax] == 0:
+            raise ValueError(f"{name} of an empty axis")
+        return _arr(fn(x, axis=ax), index_dtype)
+
+    def abstract(x, *, axes, index_dtype):
+        a = aval(x)
+        if len(axes) != 1 or not 0 <= axes[0] < a.ndim:
+            raise TypeError(f"{name}: needs exactly one axis in range, got {axes} for {describe_shapes(a)}")
+        return result_aval(tuple(d for i, d in enumerate(a.shape) if i != axes[0]), canonical_dtype(index_dtype))
+    return define(name, impl, abstract)
+
+
+argmax_p = _argminmax("argmax", np.argmax)
+argmin_p = _argminmax("argmin", np.argmin)
+
+
+def _cumsum_impl(x, *, axis, reverse=False):
+    x = _arr(x)
+    if reverse:
+        return np.flip(np.cumsum(np.flip(x, axis), axis=axis, dtype=x.dtype), axis)
+    return np.cumsum(x, axis=axis, dtype=x.dtype)
+
+
+def _cumsum_abstract(x, *, axis, reverse=False):
+    a = aval(x)
+    if not 0 <= axis < a.ndim:
+        raise TypeError(f"cumsum: axis {axis} out of range for {describe_shapes(a)}")
+    return result_aval(a.shape, a.dtype, a.weak_type)
+
+
+cumsum_p = define("cumsum", _cumsum_impl, _cumsum_abstract)
+
+
+def _sort_impl(*operands, dimension, num_keys):
+    ops = [_arr(o) for o in operands]
+    keys = ops[:num_keys]
+    if num_keys == 1:
+        k = keys[0]
+        order = np.argsort(k, axis=dimension, kind="stable")
+    else:
+        moved = [np.moveaxis(k, dimension, -1) for k in keys]
+        flat = [m.reshape(-1, m.shape[-1]) for m in moved]
+        rows = [np.lexsort(tuple(f[r] for f in reversed(flat))) for r in range(flat[0].shape[0])]
+        order = np.moveaxis(np.array(rows).reshape(moved[0].shape), -1, dimension)
+    return [np.take_along_axis(o, order, axis=dimension) for o in ops]
+
+
+def _sort_abstract(*operands, dimension, num_keys):
+    avs = [aval(o) for o in operands]
+    check_same_shapes("sort", *avs)
+    if not 0 <= dimension < avs[0].ndim:
+        raise TypeError(f"sort: dimension {dimension} out of range")
+    return [result_aval(a.shape, a.dtype, a.weak_type) for a in avs]
+
+
+sort_p = define("sort", _sort_impl, _sort_abstract, multiple_results=True)
+
+# ----------------------------------------------------------------------------------------------
+# Linear algebra
+# ----------------------------------------------------------------------------------------------
+
+
+def _dot_general_impl(x, y, *, dimension_numbers, preferred_element_type=None):
+    x, y = _arr(x), _arr(y)
+    (lc, rc), (lb, rb) = dimension_numbers
+    lfree = [i for i in range(x.ndim) if i not in lc and i not in lb]
+    rfree = [i for i in range(y.ndim) if i not in rc and i not in rb]
+    xt = np.transpose(x, list(lb) + lfree + list(lc))
+    yt = np.transpose(y, list(rb) + list(rc) + rfree)
+    nb = len(lb)
+    bshape = xt.shape[:nb]
+    lf = xt.shape[nb:nb + len(lfree)]
+    rf = yt.shape[nb + len(rc):]
+    k = int(np.prod(xt.shape[nb + len(lfree):], dtype=np.int64))
+    xm = xt.reshape(bshape + (int(np.prod(lf, dtype=np.int64)), k))
+    ym = yt.reshape(bshape + (k, int(np.prod(rf, dtype=np.int64))))
+    out = np.matmul(xm, ym).reshape(bshape + lf + rf)
+    dtype = preferred_element_type or x.dtype
+    return _arr(out, dtype)
+
+
+def _dot_general_abstract(x, y, *, dimension_numbers, preferred_element_type=None):
+    a, b = aval(x), aval(y)
+    (lc, rc), (lb, rb) = dimension_numbers
+    check_dtypes_equal("dot_general", a, b)
+    if len(lc) != len(rc) or len(lb) != len(rb):
+        raise TypeError("dot_general: contracting/batch dimension lists differ in length")
+    for i, j in list(zip(lc, rc)) + list(zip(lb, rb)):
+        if not same_dim(a.shape[i], b.shape[j]):
+            raise TypeError(f"dot_general: incompatible contraction or batch dimensions for shapes "
+                            f"{describe_shapes(a, b)} (axis {i} of the first vs axis {j} of the second)")
+    batch = tuple(a.shape[i] for i in lb)
+    lfree = tuple(a.shape[i] for i in range(a.ndim) if i not in lc and i not in lb)
+    rfree = tuple(b.shape[i] for i in range(b.ndim) if i not in rc and i not in rb)
+    dtype = canonical_dtype(preferred_element_type) if preferred_element_type else a.dtype
+    return result_aval(batch + lfree + rfree, dtype, a.weak_type and b.weak_type)
+
+
+dot_general_p = define("dot_general", _dot_general_impl, _dot_general_abstract)
+
+# ----------------------------------------------------------------------------------------------
+# Slicing, concatenation, padding
+# ----------------------------------------------------------------------------------------------
+
+
+def _slice_impl(x, *, start_indices, limit_indices, strides=None):
+    x = _arr(x)
+    strides = strides or (1,) * x.ndim
+    return np.array(x[tuple(slice(s, l, st) for s, l, st in zip(start_indices, limit_indices, strides))])
+
+
+def _slice_abstract(x, *, start_indices, limit_indices, strides=None):
+    a = aval(x)
+    strides = strides or (1,) * a.ndim
+    if not (len(start_indices) == len(limit_indices) == len(strides) == a.ndim):
+        raise TypeError("slice: index lists must have one entry per axis")
+    shape = []
+    for d, s, l, st in zip(a.shape, start_indices, limit_indices, strides):
+        if isinstance(d, int):
+            l = d if l is None else l
+            if not 0 <= s <= l <= d:
+                raise TypeError(f"slice: indices {s}:{l} out of range for axis of size {d}")
+            shape.append(max(0, -(-(l - s) // st)))
+        else:
+            if not (s == 0 and l is None and st == 1):
+                raise TypeError("slice: a dynamic axis can only be kept whole by a static slice")
+            shape.append(d)
+    return result_aval(tuple(shape), a.dtype, a.weak_type)
+
+
+slice_p = define("slice", _slice_impl, _slice_abstract)
+
+
+def _dynamic_slice_impl(x, *operands, slice_sizes):
+    x = _arr(x)
+    n = x.ndim
+    starts = [int(s) for s in operands[:n]]
+    sizes = concrete_shape(slice_sizes, operands[n:])
+    idx = []
+    for s, size, dim in zip(starts, sizes, x.shape):
+        if size > dim:
+            raise ValueError(f"dynamic_slice: slice size {size} exceeds the axis size {dim}")
+        s = min(max(s, 0), dim - size)  # clamp so the slice fits, as XLA does
+        idx.append(slice(s, s + size))
+    return np.array(x[tuple(idx)])
+
+
+def _dynamic_slice_abstract(x, *operands, slice_sizes):
+    a = aval(x)
+    n = a.ndim
+    if len(operands) < n or len(slice_sizes) != n:
+        raise TypeError("dynamic_slice: needs one start index and one size per axis")
+    for s in operands[:n]:
+        sa = aval(s)
+        if sa.shape != () or not is_integer_dtype(sa.dtype):
+            raise TypeError(f"dynamic_slice: start indices must be integer scalars, got {sa.str_short()}")
+    check_dim_operands("dynamic_slice", operands[n:])
+    sizes = dims_from_operands(slice_sizes, operands[n:])
+    for size, d in zip(sizes, a.shape):
+        if isinstance(size, int) and isinstance(d, int) and size > d:
+            raise TypeError(f"dynamic_slice: slice size {size} exceeds the axis size {d}")
+    return result_aval(sizes, a.dtype, a.weak_type)
+
+
+dynamic_slice_p = define("dynamic_slice", _dynamic_slice_impl, _dynamic_slice_abstract)
+
+
+def _dynamic_update_slice_impl(x, update, *starts):
+    x = np.array(_arr(x))
+    u = _arr(update, x.dtype)
+    idx = []
+    for s, size, dim in zip(starts, u.shape, x.shape):
+        s = min(max(int(s), 0), dim - size)
+        idx.append(slice(s, s + size))
+    x[tuple(idx)] = u
+    return x
+
+
+def _dynamic_update_slice_abstract(x, update, *starts):
+    a, u = aval(x), aval(update)
+    check_dtypes_equal("dynamic_update_slice", a, u)
+    if a.ndim != u.ndim or len(starts) != a.ndim:
+        raise TypeError("dynamic_update_slice: the update and start indices must match the operand rank")
+    return result_aval(a.shape, a.dtype, a.weak_type)
+
+
+dynamic_update_slice_p = define("dynamic_update_slice", _dynamic_update_slice_impl, _dynamic_update_slice_abstract)
+
+
+def _concatenate_abstract(*xs, dimension):
+    avs = [aval(x) for x in xs]
+    if not avs:
+        raise TypeError("concatenate needs at least one operand")
+    check_dtypes_equal("concatenate", *avs)
+    first = avs[0]
+    for a in avs[1:]:
+        if a.ndim != first.ndim or not all(same_dim(p, q) for i, (p, q) in enumerate(zip(a.shape, first.shape))
+                                           if i != dimension):
+            raise TypeError(f"concatenate: shapes {describe_shapes(*avs)} differ outside axis {dimension}")
+    sizes = [a.shape[dimension] for a in avs]
+    if all(isinstance(s, int) for s in sizes):
+        size = sum(sizes)
+    else:
+        raise TypeError("concatenate of dynamic sizes takes the result size as an extra operand")
+    shape = list(first.shape)
+    shape[dimension] = size
+    return result_aval(tuple(shape), first.dtype, all(a.weak_type for a in avs))
+
+
+class _AvalOnly:
+    """Lets an abstract rule be re-used on modified avals."""
+    def __init__(self, a):
+        self.aval = a
+
+
+def _concat_abstract_entry(*operands, dimension, num_operands):
+    xs = operands[:num_operands]
+    avs = [aval(x) for x in xs]
+    if all(isinstance(a.shape[dimension], int) for a in avs if 0 <= dimension < a.ndim):
+        if len(operands) != num_operands:
+            raise TypeError("concatenate of static sizes takes no size operand")
+        return _concatenate_abstract(*xs, dimension=dimension)
+    size_ops = operands[num_operands:]
+    check_dim_operands("concatenate", size_ops)
+    if len(size_ops) != 1:
+        raise TypeError("concatenate with dynamic sizes takes the result size as one extra operand")
+    zeroed = [_AvalOnly(a.update(shape=tuple(0 if i == dimension else d for i, d in enumerate(a.shape))))
+              for a in avs]
+    out = _concatenate_abstract(*zeroed, dimension=dimension)
+    shape = list(out.shape)
+    shape[dimension] = as_dim(size_ops[0])
+    return result_aval(tuple(shape), out.dtype, out.weak_type)
+
+
+def _concat_impl_entry(*operands, dimension, num_operands):
+    return np.concatenate([_arr(x) for x in operands[:num_operands]], axis=dimension)
+
+
+concatenate_p = define("concatenate", _concat_impl_entry, _concat_abstract_entry)
+
+
+def _pad_impl(x, padding_value, *, padding_config):
+    x = _arr(x)
+    pv = _arr(padding_value, x.dtype)
+    out = x
+    for axis, (lo, hi, interior) in enumerate(padding_config):
+        n = out.shape[axis]
+        if interior > 0 and n > 1:
+            new_n = n + (n - 1) * interior
+            shape = list(out.shape)
+            shape[axis] = new_n
+            buf = np.full(shape, pv, dtype=x.dtype)
+            idx = [slice(None)] * out.ndim
+            idx[axis] = slice(0, new_n, interior + 1)
+            buf[tuple(idx)] = out
+            out = buf
+        # negative padding trims
+        if lo < 0:
+            idx = [slice(None)] * out.ndim
+            idx[axis] = slice(-lo, None)
+            out = out[tuple(idx)]
+            lo = 0
+        if hi < 0:
+            idx = [slice(None)] * out.ndim
+            idx[axis] = slice(0, out.shape[axis] + hi)
+            out = out[tuple(idx)]
+            hi = 0
+        widths = [(0, 0)] * out.ndim
+        widths[axis] = (lo, hi)
+        out = np.pad(out, widths, constant_values=pv)
+    return np.array(out)
+
+
+def _pad_abstract(x, padding_value, *, padding_config):
+    a, p = aval(x), aval(padding_value)
+    if p.shape != ():
+        raise TypeError("pad: the padding value must be a scalar")
+    check_dtypes_equal("pad", a, p)
+    if len(padding_config) != a.ndim:
+        raise TypeError("pad: padding_config needs one (lo, hi, interior) per axis")
+    shape = []
+    for d, (lo, hi, interior) in zip(a.shape, padding_config):
+        if isinstance(d, int):
+            shape.append(lo + hi + d + max(d - 1, 0) * interior)
+        elif lo == 0 and hi == 0 and interior == 0:
+            shape.append(d)
+        else:
+            raise TypeError("pad: padding a dynamic axis needs dynjax.numpy.pad (which computes the new size)")
+    return result_aval(tuple(shape), a.dtype, a.weak_type)
+
+
+pad_p = define("pad", _pad_impl, _pad_abstract)

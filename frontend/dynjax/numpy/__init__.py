@@ -1,0 +1,30 @@
+"""``dynjax.numpy``: the numpy API on traced (and concrete) arrays with dynamic shapes.
+
+Outside any trace these functions compute eagerly and return numpy arrays; inside
+``make_jaxpr`` / ``qjit`` they record primitives. Sizes may be traced integers.
+"""
+from ..core.avals import bool_, float32, float64, int32, int64  # noqa: F401
+from .creation import (arange, array, asarray, empty, empty_like, eye, full, full_like,  # noqa: F401
+                       identity, linspace, ones, ones_like, zeros, zeros_like)
+from .indexing import getitem  # noqa: F401
+from .linalg_ops import dot, inner, matmul, outer, vdot  # noqa: F401
+from .reductions import (all, amax, amin, any, argmax, argmin, cumsum, max, mean, min,  # noqa: F401
+                         prod, size, sum)
+from .shape_ops import (astype, broadcast_to, concatenate, expand_dims, hstack, moveaxis,  # noqa: F401
+                        ndim, pad, ravel, reshape, shape, squeeze, stack, swapaxes, transpose,
+                        vstack)
+from .sorting import argsort, sort  # noqa: F401
+from .ufuncs import (abs, absolute, add, arccos, arcsin, arctan, arctan2, bitwise_and,  # noqa: F401
+                     bitwise_or, bitwise_xor, cbrt, ceil, clip, cos, cosh, divide, equal, exp,
+                     expm1, floor, floor_divide, greater, greater_equal, invert, isfinite, less,
+                     less_equal, log, log1p, logical_and, logical_not, logical_or, logical_xor,
+                     maximum, minimum, mod, multiply, negative, not_equal, power, remainder, rint,
+                     sign, sin, sinh, sqrt, square, subtract, tan, tanh, true_divide, where)
+from . import indexing  # noqa: F401
+
+pi = 3.141592653589793
+e = 2.718281828459045
+inf = float("inf")
+nan = float("nan")
+newaxis = None
+bool = bool_

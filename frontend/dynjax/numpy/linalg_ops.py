@@ -1,0 +1,79 @@
+"""Products: dot, matmul (``@``), outer, inner, vdot."""
+from __future__ import annotations
+
+from .. import lax
+from ..core.trace import typeof
+from ._promote import broadcast_shapes, broadcast_to_shape, promote
+from .shape_ops import _as_array, ravel, reshape
+
+
+def _prep(*xs):
+    return promote(*[_as_array(x) for x in xs])
+
+
+def dot(a, b):
+    """numpy.dot: scalar product, matrix product, or sum over the last/second-to-last axes."""
+    a, b = _prep(a, b)
+    na, nb = typeof(a).ndim, typeof(b).ndim
+    if na == 0 or nb == 0:
+        from .ufuncs import multiply
+        return multiply(a, b)
+    rc = 0 if nb == 1 else nb - 2
+    return lax.dot_general(a, b, (((na - 1,), (rc,)), ((), ())))
+
+
+def matmul(a, b):
+    """numpy.matmul with broadcasting over leading batch axes."""
+    a, b = _prep(a, b)
+    na, nb = typeof(a).ndim, typeof(b).ndim
+    if na == 0 or nb == 0:
+        raise ValueError("matmul: operands must not be scalars (use * instead)")
+    if na == 1 and nb == 1:
+        return lax.dot_general(a, b, (((0,), (0,)), ((), ())))
+    if na == 1:
+        return lax.dot_general(a, b, (((0,), (nb - 2,)), ((), ()))) if nb == 2 else _batched(a, b)
+    if nb == 1:
+        return lax.dot_general(a, b, (((na - 1,), (0,)), ((), ())))
+    if na == 2 and nb == 2:
+        return lax.dot_general(a, b, (((1,), (0,)), ((), ())))
+    return _batched(a, b)
+
+
+def _batched(a, b):
+    from .shape_ops import expand_dims, squeeze
+    squeeze_a = typeof(a).ndim == 1
+    squeeze_b = typeof(b).ndim == 1
+    if squeeze_a:
+        a = expand_dims(a, 0)
+    if squeeze_b:
+        b = expand_dims(b, 1)
+    sa, sb = typeof(a).shape, typeof(b).shape
+    batch = broadcast_shapes(sa[:-2], sb[:-2])
+    a = broadcast_to_shape(a, batch + tuple(sa[-2:]))
+    b = broadcast_to_shape(b, batch + tuple(sb[-2:]))
+    nbat = len(batch)
+    out = lax.dot_general(a, b, (((nbat + 1,), (nbat,)), (tuple(range(nbat)), tuple(range(nbat)))))
+    if squeeze_a:
+        out = squeeze(out, nbat)
+    if squeeze_b:
+        out = squeeze(out, typeof(out).ndim - 1)
+    return out
+
+
+def outer(a, b):
+    a, b = _prep(a, b)
+    a, b = ravel(a), ravel(b)
+    return lax.dot_general(reshape(a, (-1, 1)), reshape(b, (1, -1)), (((1,), (0,)), ((), ())))
+
+
+def inner(a, b):
+    a, b = _prep(a, b)
+    na, nb = typeof(a).ndim, typeof(b).ndim
+    if na == 0 or nb == 0:
+        from .ufuncs import multiply
+        return multiply(a, b)
+    return lax.dot_general(a, b, (((na - 1,), (nb - 1,)), ((), ())))
+
+
+def vdot(a, b):
+    return dot(ravel(_as_array(a)), ravel(_as_array(b)))

@@ -1,0 +1,157 @@
+"""Reductions over axes: sum, mean, max, min, prod, argmax, argmin, cumsum; size."""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import lax
+from ..core.avals import bool_, float64, int64, is_float_dtype
+from ..core.trace import Tracer, typeof
+from ._promote import promote
+
+
+def _axes(x, axis):
+    nd = typeof(x).ndim
+    if axis is None:
+        return tuple(range(nd))
+    axes = axis if isinstance(axis, (tuple, list)) else (axis,)
+    out = []
+    for a in axes:
+        a = int(a)
+        if not -nd <= a < nd:
+            raise ValueError(f"axis {a} is out of bounds for an array of rank {nd}")
+        out.append(a % nd)
+    return tuple(sorted(set(out)))
+
+
+def _keep(x_shape, out, axes, keepdims):
+    if not keepdims:
+        return out
+    shape = tuple(1 if i in axes else d for i, d in enumerate(x_shape))
+    return lax.reshape(out, shape) if typeof(out).ndim else lax.broadcast_in_dim(out, shape, ())
+
+
+def _prep(x):
+    if isinstance(x, (list, tuple)):
+        from .creation import asarray
+        x = asarray(x)
+    (x,) = promote(x)
+    return x
+
+
+def sum(x, axis=None, dtype=None, keepdims=False):
+    x = _prep(x)
+    a = typeof(x)
+    if a.dtype == bool_ or (np.issubdtype(a.dtype, np.integer) and a.dtype != int64 and dtype is None):
+        x = lax.convert_element_type(x, int64)
+    if dtype is not None:
+        x = lax.convert_element_type(x, dtype)
+    axes = _axes(x, axis)
+    return _keep(a.shape, lax.reduce_sum(x, axes), axes, keepdims)
+
+
+def prod(x, axis=None, dtype=None, keepdims=False):
+    x = _prep(x)
+    a = typeof(x)
+    if a.dtype == bool_ or (np.issubdtype(a.dtype, np.integer) and a.dtype != int64 and dtype is None):
+        x = lax.convert_element_type(x, int64)
+    if dtype is not None:
+        x = lax.convert_element_type(x, dtype)
+    axes = _axes(x, axis)
+    return _keep(a.shape, lax.reduce_prod(x, axes), axes, keepdims)
+
+
+def max(x, axis=None, keepdims=False):
+    x = _prep(x)
+    axes = _axes(x, axis)
+    return _keep(typeof(x).shape, lax.reduce_max(x, axes), axes, keepdims)
+
+
+def min(x, axis=None, keepdims=False):
+    x = _prep(x)
+    axes = _axes(x, axis)
+    return _keep(typeof(x).shape, lax.reduce_min(x, axes), axes, keepdims)
+
+
+amax, amin = max, min
+
+
+def count(x, axes):
+    """The number of elements over ``axes`` (an int, or a traced integer when dynamic)."""
+    n = 1
+    for i in axes:
+        d = typeof(x).shape[i]
+        if isinstance(d, int) and d == 1:
+            continue
+        n = d if isinstance(n, int) and n == 1 else n * d
+    return n
+
+
+def size(x, axis=None):
+    a = typeof(x)
+    return count(x, range(a.ndim) if axis is None else _axes(x, axis))
+
+
+def mean(x, axis=None, dtype=None, keepdims=False):
+    x = _prep(x)
+    a = typeof(x)
+    axes = _axes(x, axis)
+    out_dtype = dtype if dtype is not None else (a.dtype if is_float_dtype(a.dtype) else float64)
+    s = sum(lax.convert_element_type(x, out_dtype) if typeof(x).dtype != out_dtype else x, axes,
+            keepdims=keepdims)
+    n = count(x, axes)
+    if isinstance(n, Tracer):
+        n = lax.convert_element_type(n, out_dtype)
+    else:
+        n = np.dtype(out_dtype).type(n)
+    from .ufuncs import true_divide
+    return true_divide(s, n)
+
+
+def _arg(lax_fn, name):
+    def fn(x, axis=None, keepdims=False):
+        x = _prep(x)
+        a = typeof(x)
+        if axis is None:
+            from .shape_ops import ravel
+            x = ravel(x)
+            axis = 0
+        (ax,) = _axes(x, axis)
+        if isinstance(typeof(x).shape[ax], int) and typeof(x).shape[ax] == 0:
+            raise ValueError(f"attempt to get {name} of an empty sequence")
+        out = lax_fn(x, ax)
+        return _keep(typeof(x).shape, out, (ax,), keepdims)
+    fn.__name__ = name
+    return fn
+
+
+argmax = _arg(lax.argmax, "argmax")
+argmin = _arg(lax.argmin, "argmin")
+
+
+def cumsum(x, axis=None, dtype=None):
+    x = _prep(x)
+    a = typeof(x)
+    if axis is None:
+        from .shape_ops import ravel
+        x = ravel(x)
+        axis = 0
+    if a.dtype == bool_ or (np.issubdtype(a.dtype, np.integer) and a.dtype != int64 and dtype is None):
+        x = lax.convert_element_type(x, int64)
+    if dtype is not None:
+        x = lax.convert_element_type(x, dtype)
+    (ax,) = _axes(x, axis)
+    return lax.cumsum(x, ax)
+
+
+def any(x, axis=None, keepdims=False):
+    from .ufuncs import not_equal
+    x = _prep(x)
+    b = x if typeof(x).dtype == bool_ else not_equal(x, 0)
+    return max(b, axis, keepdims)
+
+
+def all(x, axis=None, keepdims=False):
+    from .ufuncs import not_equal
+    x = _prep(x)
+    b = x if typeof(x).dtype == bool_ else not_equal(x, 0)
+    return min(b, axis, keepdims)

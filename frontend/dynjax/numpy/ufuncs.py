@@ -1,0 +1,204 @@
+"""Elementwise functions with numpy broadcasting and promotion."""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import lax
+from ..core.avals import bool_, float64, is_float_dtype, is_integer_dtype
+from ..core.trace import typeof
+from ._promote import promote, promote_and_broadcast, result_dtype, asarray_of
+
+
+def _binary(lax_fn, name):
+    def fn(x, y):
+        x, y = promote_and_broadcast(x, y, keep_scalars=True)
+        return lax_fn(x, y)
+    fn.__name__ = name
+    fn.__doc__ = f"Elementwise ``{name}`` with numpy broadcasting and type promotion."
+    return fn
+
+
+add = _binary(lax.add, "add")
+subtract = _binary(lax.sub, "subtract")
+multiply = _binary(lax.mul, "multiply")
+maximum = _binary(lax.max, "maximum")
+minimum = _binary(lax.min, "minimum")
+equal = _binary(lax.eq, "equal")
+not_equal = _binary(lax.ne, "not_equal")
+less = _binary(lax.lt, "less")
+less_equal = _binary(lax.le, "less_equal")
+greater = _binary(lax.gt, "greater")
+greater_equal = _binary(lax.ge, "greater_equal")
+bitwise_and = _binary(lax.bitwise_and, "bitwise_and")
+bitwise_or = _binary(lax.bitwise_or, "bitwise_or")
+bitwise_xor = _binary(lax.bitwise_xor, "bitwise_xor")
+logical_and = bitwise_and
+logical_or = bitwise_or
+logical_xor = bitwise_xor
+
+
+def _to_float(x):
+    dtype, weak = result_dtype(x)
+    if not is_float_dtype(dtype):
+        return asarray_of(x, float64, weak)
+    return x
+
+
+def true_divide(x, y):
+    """``x / y``; integers are divided as float64, as numpy does."""
+    dtype, weak = result_dtype(x, y)
+    if not is_float_dtype(dtype):
+        x, y = asarray_of(x, float64, weak), asarray_of(y, float64, weak)
+    x, y = promote_and_broadcast(x, y, keep_scalars=True)
+    return lax.div(x, y)
+
+
+divide = true_divide
+
+
+def floor_divide(x, y):
+    """``x // y`` rounding toward minus infinity (numpy semantics)."""
+    x, y = promote_and_broadcast(x, y, keep_scalars=True)
+    dtype = typeof(x).dtype
+    if is_float_dtype(dtype):
+        return lax.floor(lax.div(x, y))
+    if dtype == bool_:
+        raise TypeError("floor_divide does not accept bool operands")
+    q = lax.div(x, y)  # rounds toward zero
+    r = lax.rem(x, y)
+    zero = dtype.type(0)
+    one = dtype.type(1)
+    fix = lax.bitwise_and(lax.ne(r, zero), lax.ne(lax.lt(r, zero), lax.lt(y, zero)))
+    return lax.select(fix, lax.sub(q, one), q)
+
+
+def remainder(x, y):
+    """``x % y`` with the sign of ``y`` (numpy semantics)."""
+    x, y = promote_and_broadcast(x, y, keep_scalars=True)
+    dtype = typeof(x).dtype
+    r = lax.rem(x, y)
+    zero = dtype.type(0)
+    fix = lax.bitwise_and(lax.ne(r, zero), lax.ne(lax.lt(r, zero), lax.lt(y, zero)))
+    return lax.select(fix, lax.add(r, y), r)
+
+
+mod = remainder
+
+
+def power(x, y):
+    """``x ** y``; a static integer exponent becomes ``integer_pow`` (repeated multiplication)."""
+    if isinstance(y, (int, np.integer)) and not isinstance(y, (bool, np.bool_)):
+        (xp,) = promote(_arraylike(x))
+        if y >= 0 or is_float_dtype(typeof(xp).dtype):
+            return lax.integer_pow(xp, int(y))
+    x, y = promote_and_broadcast(x, y, keep_scalars=True)
+    return lax.pow(x, y)
+
+
+def arctan2(x, y):
+    x, y = promote_and_broadcast(_to_float(x), _to_float(y), keep_scalars=True)
+    return lax.atan2(x, y)
+
+
+def _unary_float(lax_fn, name):
+    def fn(x):
+        return lax_fn(_to_float(_arraylike(x)))
+    fn.__name__ = name
+    fn.__doc__ = f"Elementwise ``{name}`` (integers are computed in float64)."
+    return fn
+
+
+def _arraylike(x):
+    if isinstance(x, (list, tuple)):
+        from .creation import asarray
+        return asarray(x)
+    return x
+
+
+sin = _unary_float(lax.sin, "sin")
+cos = _unary_float(lax.cos, "cos")
+tan = _unary_float(lax.tan, "tan")
+arcsin = _unary_float(lax.asin, "arcsin")
+arccos = _unary_float(lax.acos, "arccos")
+arctan = _unary_float(lax.atan, "arctan")
+sinh = _unary_float(lax.sinh, "sinh")
+cosh = _unary_float(lax.cosh, "cosh")
+tanh = _unary_float(lax.tanh, "tanh")
+exp = _unary_float(lax.exp, "exp")
+log = _unary_float(lax.log, "log")
+log1p = _unary_float(lax.log1p, "log1p")
+expm1 = _unary_float(lax.expm1, "expm1")
+sqrt = _unary_float(lax.sqrt, "sqrt")
+cbrt = _unary_float(lax.cbrt, "cbrt")
+
+
+def _unary_same(lax_fn, name, float_only=False):
+    def fn(x):
+        x = _arraylike(x)
+        (x,) = promote(x)
+        if float_only and not is_float_dtype(typeof(x).dtype):
+            return x
+        return lax_fn(x)
+    fn.__name__ = name
+    return fn
+
+
+negative = _unary_same(lax.neg, "negative")
+sign = _unary_same(lax.sign, "sign")
+floor = _unary_same(lax.floor, "floor", float_only=True)
+ceil = _unary_same(lax.ceil, "ceil", float_only=True)
+rint = _unary_same(lax.round, "rint", float_only=True)
+
+
+def abs(x):
+    (x,) = promote(_arraylike(x))
+    if typeof(x).dtype == bool_:
+        return x
+    return lax.abs(x)
+
+
+absolute = abs
+
+
+def invert(x):
+    (x,) = promote(x)
+    return lax.bitwise_not(x)
+
+
+logical_not = invert
+
+
+def square(x):
+    return power(x, 2)
+
+
+def isfinite(x):
+    x = _arraylike(x)
+    (x,) = promote(x)
+    if not is_float_dtype(typeof(x).dtype):
+        from .creation import full_like
+        return full_like(x, True, dtype=bool)
+    return lax.is_finite(x)
+
+
+def where(condition, x=None, y=None):
+    """``x`` where ``condition`` else ``y`` (three-argument form), broadcasting all three."""
+    if x is None or y is None:
+        raise TypeError("dynjax.numpy.where needs three arguments (the one-argument form has a data-dependent shape)")
+    x, y = promote(x, y)
+    cond = condition if typeof(condition).dtype == bool_ else not_equal(condition, 0)
+    cond, x, y = promote_and_broadcast_keep(cond, x, y)
+    return lax.select(cond, x, y)
+
+
+def promote_and_broadcast_keep(cond, x, y):
+    from ._promote import broadcast_arrays
+    return broadcast_arrays(cond, x, y)
+
+
+def clip(x, a_min=None, a_max=None):
+    if a_min is not None:
+        x = maximum(x, a_min)
+    if a_max is not None:
+        x = minimum(x, a_max)
+    return x

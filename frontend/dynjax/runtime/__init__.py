@@ -1,0 +1,51 @@
+"""dynjax runtime: compile static StableHLO with XLA:CPU and run it on numpy arrays.
+
+* :func:`specialize` (from ``mlir_passes``) turns the lowering's dynamic
+  module into a static one for concrete argument shapes / dimension values.
+* :func:`compile` / :func:`compile_cached` build an :class:`Executable`
+  (the latter through the on-disk cache, see :mod:`dynjax.runtime.cache`).
+* ``exe(*numpy_args)`` / :func:`execute` run it: numpy in, numpy out.
+* :func:`serialize` / :func:`deserialize` / :func:`hlo_text` for AOT use and
+  inspection.
+
+Only :mod:`dynjax.runtime.xla` touches jaxlib's private API.
+"""
+
+from mlir_passes import SpecializationError, specialize, static_type_string
+
+from .cache import (
+    cache_dir,
+    cache_stats,
+    clear_disk_cache,
+    compile_cached,
+    disk_cache_enabled,
+    last_cache_hit,
+)
+from .xla import (
+    Executable,
+    compile,
+    deserialize,
+    execute,
+    get_client,
+    hlo_text,
+    serialize,
+)
+
+__all__ = [
+    "Executable",
+    "SpecializationError",
+    "cache_dir",
+    "cache_stats",
+    "clear_disk_cache",
+    "compile",
+    "compile_cached",
+    "deserialize",
+    "disk_cache_enabled",
+    "execute",
+    "get_client",
+    "hlo_text",
+    "last_cache_hit",
+    "serialize",
+    "specialize",
+    "static_type_string",
+]

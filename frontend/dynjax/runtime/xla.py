@@ -1,0 +1,345 @@
+"""XLA:CPU through jaxlib -- the only dynjax module that touches jaxlib's private API.
+
+* :func:`get_client` -- the lazily created CPU client (one per process).
+* :func:`compile` -- static StableHLO (text or bytecode) -> :class:`Executable`.
+* :func:`execute` / ``Executable.__call__`` -- numpy arrays in, numpy arrays out.
+* :func:`serialize` / :func:`deserialize` -- executables as bytes (for the disk cache).
+* :func:`hlo_text` -- the optimized HLO XLA actually runs.
+
+Call path (measured on jaxlib 0.10.2, see ``bench/runtime_dispatch.py``): one
+``batched_device_put`` per argument with a precomputed aval (zero-copy for
+64-byte-aligned inputs), ``execute_sharded`` and ``consume_with_handlers``
+with precomputed ``array_result_handler`` s, then ``np.asarray`` on each
+output (zero-copy: the result is a read-only view whose base keeps the XLA
+buffer alive).  ``disassemble_into_single_device_arrays`` is avoided: without
+``jax`` installed it retries ``import jax`` on every call (~40 us).
+
+XLA never aliases a parameter with an output unless asked to (we never ask:
+no donation), so results are independent of later mutation of the inputs.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import platform
+import re
+import struct
+import threading
+from collections.abc import Sequence
+
+import numpy as np
+import jaxlib
+import jaxlib._jax as _jax
+from jaxlib import xla_client as _xc
+
+__all__ = [
+    "Executable",
+    "get_client",
+    "compile",
+    "execute",
+    "serialize",
+    "deserialize",
+    "hlo_text",
+    "jaxlib_version",
+    "backend_fingerprint",
+    "compile_options_id",
+]
+
+# --------------------------------------------------------------------------
+# client
+
+_lock = threading.Lock()
+_client = None
+_device = None
+_device_list = None
+_devices = None
+_sharding = None
+_ZERO_COPY = _jax.HostBufferSemantics.ZERO_COPY
+_bdp = _jax.batched_device_put
+_result_handler = _jax.array_result_handler
+
+
+def _patch_jaxlib() -> None:
+    # jaxlib 0.10.2: batched_device_put calls this Python method, which jax
+    # normally monkey-patches onto the C++ class.  Newer jaxlibs have it.
+    if not hasattr(_jax.SingleDeviceSharding, "_to_xla_hlo_sharding"):
+        replicated = _xc.HloSharding.replicate()
+        _jax.SingleDeviceSharding._to_xla_hlo_sharding = lambda self, ndim: replicated
+
+
+def get_client():
+    """Return the process-wide XLA CPU client (created on first use)."""
+    global _client, _device, _device_list, _devices, _sharding
+    if _client is None:
+        with _lock:
+            if _client is None:
+                _patch_jaxlib()
+                # silence the INFO lines the client prints on creation
+                old = os.environ.get("TF_CPP_MIN_LOG_LEVEL")
+                if old is None:
+                    os.environ["TF_CPP_MIN_LOG_LEVEL"] = "1"
+                try:
+                    client = _jax.get_tfrt_cpu_client(asynchronous=True)
+                finally:
+                    if old is None:
+                        os.environ.pop("TF_CPP_MIN_LOG_LEVEL", None)
+                _device = client.devices()[0]
+                _device_list = _jax.DeviceList((_device,))
+                _devices = [_device]
+                _sharding = _jax.SingleDeviceSharding(_device)
+                _client = client
+    return _client
+
+
+def jaxlib_version() -> str:
+    return jaxlib.__version__
+
+
+def compile_options_id() -> str:
+    """A string identifying the compile options we use (part of disk-cache keys)."""
+    opts = _jax.CompileOptions()
+    return "default-CompileOptions:" + hashlib.sha256(opts.SerializeAsString()).hexdigest()[:16]
+
+
+_backend_fp: str | None = None
+
+
+def backend_fingerprint() -> str:
+    """jaxlib version + platform + CPU features: serialized executables are only valid on a match."""
+    global _backend_fp
+    if _backend_fp is None:
+        client = get_client()
+        flags = ""
+        try:
+            with open("/proc/cpuinfo") as f:
+                for line in f:
+                    if line.startswith(("flags", "Features")):
+                        flags = " ".join(sorted(line.split(":", 1)[1].split()))
+                        break
+        except OSError:
+            pass
+        parts = [jaxlib.__version__, client.platform, str(client.platform_version),
+                 platform.machine(), hashlib.sha256(flags.encode()).hexdigest()[:16]]
+        _backend_fp = "|".join(parts)
+    return _backend_fp
+
+
+# --------------------------------------------------------------------------
+# avals and types
+
+class _Aval:
+    """The duck-typed abstract value jaxlib's put/handlers need."""
+
+    __slots__ = ("shape", "dtype", "weak_type", "ndim", "sharding", "size")
+
+    def __init__(self, shape, dtype):
+        self.shape = tuple(int(d) for d in shape)
+        self.dtype = np.dtype(dtype)
+        self.weak_type = False
+        self.ndim = len(self.shape)
+        self.sharding = None
+        self.size = int(np.prod(self.shape, dtype=np.int64))
+
+    def __repr__(self):
+        return f"_Aval({self.shape}, {self.dtype})"
+
+
+_ELEM = {
+    "f64": np.float64, "f32": np.float32, "f16": np.float16,
+    "i64": np.int64, "i32": np.int32, "i16": np.int16, "i8": np.int8,
+    "ui64": np.uint64, "ui32": np.uint32, "ui16": np.uint16, "ui8": np.uint8,
+    "i1": np.bool_, "complex<f32>": np.complex64, "complex<f64>": np.complex128,
+}
+_TENSOR = re.compile(r"^tensor<((?:\d+x)*)([a-z0-9<>]+)>$")
+
+
+def _aval_from_type(t: str) -> _Aval:
+    m = _TENSOR.match(t.strip())
+    if not m or m.group(2) not in _ELEM:
+        raise ValueError(f"unsupported or non-static type for an XLA executable: {t}")
+    dims = [int(d) for d in m.group(1).split("x") if d]
+    return _Aval(dims, _ELEM[m.group(2)])
+
+
+# --------------------------------------------------------------------------
+# executables
+
+class Executable:
+    """A loaded XLA executable plus the static input/output types of its ``@main``.
+
+    Call it with numpy arrays (or scalars); it returns a list of numpy arrays.
+    """
+
+    __slots__ = ("loaded", "in_types", "out_types", "in_avals", "out_avals", "_handlers", "__weakref__")
+
+    def __init__(self, loaded, in_types: Sequence[str], out_types: Sequence[str]):
+        get_client()
+        self.loaded = loaded
+        self.in_types = tuple(in_types)
+        self.out_types = tuple(out_types)
+        self.in_avals = tuple(_aval_from_type(t) for t in self.in_types)
+        self.out_avals = tuple(_aval_from_type(t) for t in self.out_types)
+        self._handlers = [_result_handler(a, _sharding, True, _skip_checks=True) for a in self.out_avals]
+
+    def __call__(self, *args):
+        return execute(self, args)
+
+    def __repr__(self):
+        return f"Executable(({', '.join(self.in_types)}) -> ({', '.join(self.out_types)}))"
+
+
+def _main_types(module) -> tuple[list[str], list[str]]:
+    from mlir_passes.specialize import main_signature
+
+    return main_signature(module)
+
+
+def compile(static_module) -> Executable:
+    """Compile a module with a fully static ``@main`` (MLIR text or bytecode)."""
+    client = get_client()
+    in_types, out_types = _main_types(static_module)
+    for t in list(in_types) + list(out_types):
+        _aval_from_type(t)  # raises ValueError for dynamic / unsupported types
+    try:
+        loaded = client.compile_and_load(static_module, _device_list, _jax.CompileOptions())
+    except _jax.JaxRuntimeError as e:
+        raise ValueError(f"XLA failed to compile the module: {e}") from None
+    return Executable(loaded, in_types, out_types)
+
+
+def _slow_arg(x, aval: _Aval, i: int):
+    """Convert a non-exact argument (python scalar, list, other dtype kind, strided...)."""
+    if not isinstance(x, np.ndarray):
+        x = np.asarray(x)
+        if x.dtype != aval.dtype and x.shape == aval.shape:
+            # python scalars / lists: accept a lossless conversion of the same kind
+            if x.dtype.kind == aval.dtype.kind or (x.dtype.kind == "b" and aval.dtype.kind == "b") or (
+                    x.dtype.kind in "iu" and aval.dtype.kind in "iuf") or (
+                    x.dtype.kind == "f" and aval.dtype.kind in "fc"):
+                y = x.astype(aval.dtype)
+                if np.array_equal(y, x):
+                    x = y
+    elif x.dtype != aval.dtype and x.dtype.newbyteorder("=") == aval.dtype:
+        x = x.astype(aval.dtype)  # non-native byte order
+    if x.shape != aval.shape or x.dtype != aval.dtype:
+        raise TypeError(
+            f"argument {i}: expected an array of shape {aval.shape} and dtype {aval.dtype}, "
+            f"got shape {x.shape} and dtype {x.dtype}")
+    if not x.flags.c_contiguous:
+        x = np.ascontiguousarray(x)
+    return x
+
+
+def execute(exe: Executable, args: Sequence) -> list[np.ndarray]:
+    """Run ``exe`` on numpy arguments; return a list of (read-only) numpy arrays."""
+    avals = exe.in_avals
+    if len(args) != len(avals):
+        raise TypeError(f"executable takes {len(avals)} arguments, got {len(args)}")
+    bufs = []
+    for i, x in enumerate(args):
+        aval = avals[i]
+        if (type(x) is not np.ndarray or x.dtype != aval.dtype or x.shape != aval.shape
+                or not x.flags.c_contiguous):
+            x = _slow_arg(x, aval, i)
+        bufs.append(_bdp(aval, _sharding, [x], _devices, True, False, _ZERO_COPY, True))
+    outs = exe.loaded.execute_sharded(bufs).consume_with_handlers(exe._handlers)
+    return [np.asarray(o) for o in outs]
+
+
+_MAGIC = b"DYNJAX-XLA-EXE\x001\n"
+
+
+def serialize(exe: Executable) -> bytes:
+    """Serialize an executable (XLA blob plus our input/output types)."""
+    payload = get_client().serialize_executable(exe.loaded)
+    header = json.dumps({"in": list(exe.in_types), "out": list(exe.out_types)}).encode()
+    return _MAGIC + struct.pack("<I", len(header)) + header + payload
+
+
+def deserialize(blob: bytes) -> Executable:
+    """Inverse of :func:`serialize`.  Only load blobs this process/cache wrote:
+    jaxlib documents that loading untrusted executables is unsafe."""
+    client = get_client()
+    if not blob.startswith(_MAGIC) or len(blob) < len(_MAGIC) + 4:
+        raise ValueError("not a serialized dynjax executable")
+    (n,) = struct.unpack_from("<I", blob, len(_MAGIC))
+    start = len(_MAGIC) + 4
+    try:
+        header = json.loads(blob[start:start + n].decode())
+    except (UnicodeDecodeError, ValueError):
+        raise ValueError("corrupted serialized executable header") from None
+    payload = blob[start + n:]
+    try:
+        loaded = client.deserialize_executable(payload, _device_list, _jax.CompileOptions())
+    except _jax.JaxRuntimeError as e:
+        raise ValueError(f"cannot deserialize executable: {e}") from None
+    return Executable(loaded, header["in"], header["out"])
+
+
+def hlo_text(exe: Executable) -> str:
+    """The optimized HLO module(s) XLA compiled."""
+    loaded = exe.loaded
+    if hasattr(loaded, "get_hlo_text"):
+        return loaded.get_hlo_text()
+    return "\n".join(m.to_string() for m in loaded.hlo_modules())
+
+
+# --------------------------------------------------------------------------
+# call-path variants, for bench/runtime_dispatch.py
+
+def _call_variants(exe: Executable) -> dict:
+    """Alternative call paths (numpy in -> numpy out) to compare with :func:`execute`."""
+    loaded = exe.loaded
+    avals = exe.in_avals
+    handlers = exe._handlers
+
+    def put(x, aval):
+        return _bdp(aval, _sharding, [x], _devices, committed=True, enable_x64=True)
+
+    def v_disassemble(*args):  # the research notes' path
+        bufs = [put(x, a) for x, a in zip(args, avals)]
+        return [np.asarray(o[0]) for o in loaded.execute_sharded(bufs).disassemble_into_single_device_arrays()]
+
+    def v_xla_client_execute(*args):  # xla_client's LoadedExecutable.execute wrapper
+        bufs = [put(x, a) for x, a in zip(args, avals)]
+        return [np.asarray(o) for o in loaded.execute(bufs)]
+
+    def v_fresh_avals(*args):  # aval built per call from the numpy array
+        bufs = [put(x, _Aval(x.shape, x.dtype)) for x in args]
+        return [np.asarray(o) for o in loaded.execute_sharded(bufs).consume_with_handlers(handlers)]
+
+    def v_dlpack_put(*args):
+        bufs = [_jax.dlpack_managed_tensor_to_buffer(x.__dlpack__(), _device, None) for x in args]
+        return [np.asarray(o) for o in loaded.execute_sharded(bufs).consume_with_handlers(handlers)]
+
+    def v_handlers_did_copy(*args):
+        bufs = [put(x, a) for x, a in zip(args, avals)]
+        return [o._single_device_array_to_np_array_did_copy()[0]
+                for o in loaded.execute_sharded(bufs).consume_with_handlers(handlers)]
+
+    def v_chosen(*args):
+        return execute(exe, args)
+
+    bufs0 = [put(np.zeros(a.shape, a.dtype), a) for a in avals]
+
+    def v_device_resident_no_host(*args):  # lower bound: args already on device, no numpy out
+        return loaded.execute_sharded(bufs0).consume_with_handlers(handlers)
+
+    def v_device_resident_block(*args):
+        outs = loaded.execute_sharded(bufs0).consume_with_handlers(handlers)
+        for o in outs:
+            o.block_until_ready()
+        return outs
+
+    return {
+        "chosen: put(precomputed aval)+execute_sharded+consume_with_handlers+np.asarray": v_chosen,
+        "put+execute_sharded+disassemble_into_single_device_arrays": v_disassemble,
+        "put+xla_client LoadedExecutable.execute": v_xla_client_execute,
+        "put(aval built per call)+handlers": v_fresh_avals,
+        "dlpack put+handlers": v_dlpack_put,
+        "put+handlers+_single_device_array_to_np_array_did_copy": v_handlers_did_copy,
+        "device-resident args, execute+handlers, no host transfer": v_device_resident_no_host,
+        "device-resident args, execute+handlers+block_until_ready": v_device_resident_block,
+    }

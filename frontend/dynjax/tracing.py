@@ -1,0 +1,261 @@
+"""Tracing a user function into a ClosedJaxpr: argument specs, abstracted axes, pytrees.
+
+``make_jaxpr(fun, static_argnums=..., abstracted_axes=...)`` and ``qjit`` share this:
+
+* arguments are flattened as pytrees; static arguments are passed through as Python
+  values and become part of the trace's cache key;
+* Python ints / floats / bools become ``i64[]`` / ``f64[]`` / ``bool[]`` inputs;
+* array axes named in ``abstracted_axes`` become dynamic: each distinct name is one
+  implicit ``i64[]`` input (placed first), shared by every axis with that name.
+
+``abstracted_axes`` accepts Catalyst's forms: a tuple with one entry per argument
+(each a tuple of names per axis, like ``('n', 'm')``, or a dict ``{axis: name}``), a dict
+``{0: 'n'}`` applied to every array argument, or a tuple of such dicts. A name may be
+an ``int`` instead of a string to mean "a fresh dynamic axis".
+"""
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+from .core import pytree
+from .core.avals import DBIdx, ShapedArray, bool_, canonical_dtype, dim_aval, float64, int64, make_aval
+from .core.errors import api_boundary
+from .core.expansion import expand_outputs, parse_input_type
+from .core.jaxpr import ClosedJaxpr
+from .core.staging import new_jaxpr_trace
+from .core.trace import Tracer
+
+
+@dataclass(frozen=True)
+class ShapeDtypeStruct:
+    """An argument spec for ahead-of-time tracing: ``None`` entries of ``shape`` are dynamic."""
+    shape: Tuple[Optional[int], ...]
+    dtype: Any = float64
+
+    def __post_init__(self):
+        object.__setattr__(self, "shape", tuple(self.shape))
+        object.__setattr__(self, "dtype", canonical_dtype(self.dtype))
+
+
+def leaf_aval(x, where: str) -> ShapedArray:
+    """The (static) abstract value of a concrete argument leaf."""
+    if isinstance(x, ShapeDtypeStruct):
+        return make_aval(tuple(0 if d is None else d for d in x.shape), x.dtype)
+    if isinstance(x, (bool, np.bool_)):
+        return ShapedArray((), bool_)
+    if isinstance(x, (int, np.integer)) and not isinstance(x, (bool, np.bool_)):
+        return ShapedArray((), int64 if isinstance(x, int) else canonical_dtype(x.dtype))
+    if isinstance(x, (float, np.floating)):
+        return ShapedArray((), float64 if isinstance(x, float) else canonical_dtype(x.dtype))
+    if isinstance(x, np.ndarray):
+        if x.dtype == object:
+            raise TypeError(f"{where}: object arrays are not supported")
+        return ShapedArray(x.shape, canonical_dtype(x.dtype))
+    if isinstance(x, (list, tuple)):
+        arr = np.asarray(x)
+        if arr.dtype == object:
+            raise TypeError(f"{where}: ragged or non-numeric nested list")
+        return ShapedArray(arr.shape, canonical_dtype(arr.dtype))
+    if hasattr(x, "shape") and hasattr(x, "dtype"):
+        return ShapedArray(tuple(x.shape), canonical_dtype(x.dtype))
+    raise TypeError(f"{where}: {type(x).__name__} is not a valid argument type "
+                    "(expected an array, a Python scalar, or a pytree of them)")
+
+
+def _per_arg_specs(abstracted_axes, nargs: int):
+    """Normalize abstracted_axes into one spec per (dynamic) argument."""
+    if abstracted_axes is None:
+        return [None] * nargs
+    if isinstance(abstracted_axes, dict):
+        return [abstracted_axes] * nargs
+    if isinstance(abstracted_axes, (tuple, list)):
+        specs = list(abstracted_axes)
+        if len(specs) > nargs:
+            raise ValueError(f"abstracted_axes has {len(specs)} entries but the function takes {nargs} "
+                             "(non-static) arguments")
+        return specs + [None] * (nargs - len(specs))
+    raise TypeError(f"abstracted_axes must be a tuple or a dict, got {type(abstracted_axes).__name__}")
+
+
+def _axis_names(spec, ndim: int, where: str) -> Dict[int, Any]:
+    if spec is None:
+        return {}
+    if isinstance(spec, dict):
+        out = {}
+        for ax, name in spec.items():
+            ax = int(ax)
+            if ndim == 0:
+                continue  # a dict spec applies to array arguments only
+            if not -ndim <= ax < ndim:
+                raise ValueError(f"{where}: abstracted axis {ax} is out of range for rank {ndim}")
+            out[ax % ndim] = name
+        return out
+    if isinstance(spec, (tuple, list)):
+        if len(spec) > ndim:
+            raise ValueError(f"{where}: abstracted_axes names {len(spec)} axes but the argument has rank {ndim}")
+        return {i: n for i, n in enumerate(spec) if n is not None}
+    raise TypeError(f"{where}: an abstracted_axes entry must be a tuple of names or a dict, got {spec!r}")
+
+
+@dataclass
+class InputSignature:
+    """How the flat argument leaves map to the jaxpr's expanded inputs."""
+    in_type: tuple                      # expanded (implicit dims first)
+    dim_names: List[Any]                # one per implicit input
+    dim_sources: List[List[Tuple[int, int]]]   # per implicit input: (leaf index, axis) occurrences
+    leaf_avals: List[ShapedArray]
+
+
+def input_signature(leaves: Sequence[Any], leaf_specs: Sequence[Any], leaf_where: Sequence[str],
+                    avals: Optional[Sequence[ShapedArray]] = None) -> InputSignature:
+    """Build the expanded in_type for argument leaves with their abstracted-axis specs."""
+    avals = list(avals) if avals is not None else [leaf_aval(x, w) for x, w in zip(leaves, leaf_where)]
+    names: List[Any] = []
+    index: Dict[Any, int] = {}
+    sources: List[List[Tuple[int, int]]] = []
+    fresh = itertools.count()
+    rows = []
+    for li, (aval, spec, where) in enumerate(zip(avals, leaf_specs, leaf_where)):
+        axes = _axis_names(spec, aval.ndim, where)
+        row = list(aval.shape)
+        for ax, name in sorted(axes.items()):
+            key = name if isinstance(name, str) else ("__fresh__", next(fresh))
+            if key not in index:
+                index[key] = len(names)
+                names.append(key)
+                sources.append([])
+            sources[index[key]].append((li, ax))
+            row[ax] = ("dim", index[key])
+        rows.append(row)
+    in_type = [(dim_aval(), False) for _ in names]
+    for aval, row in zip(avals, rows):
+        shape = tuple(DBIdx(d[1]) if isinstance(d, tuple) else d for d in row)
+        in_type.append((aval.update(shape=shape, weak_type=False), True))
+    return InputSignature(tuple(in_type), names, sources, avals)
+
+
+def trace_flat(fun_flat: Callable, in_type) -> Tuple[ClosedJaxpr, Any]:
+    """Trace ``fun_flat(*explicit_leaves) -> (out_leaves, out_tree)`` from an expanded in_type."""
+    with new_jaxpr_trace(None) as scope:
+        args = parse_input_type(scope, in_type)
+        explicit = [t for t, (_, e) in zip(args, in_type) if e]
+        out_leaves, out_tree = fun_flat(*explicit)
+        out_leaves = [scope.full_raise(x) for x in out_leaves]
+        outs, out_explicit = expand_outputs(out_leaves, args)
+        jaxpr = scope.to_jaxpr(args, outs, [e for _, e in in_type], out_explicit)
+        consts = list(scope.constvals)
+    return ClosedJaxpr(jaxpr, consts), out_tree
+
+
+def normalize_static_argnums(static_argnums, nargs: Optional[int] = None) -> Tuple[int, ...]:
+    if static_argnums is None:
+        return ()
+    if isinstance(static_argnums, int):
+        static_argnums = (static_argnums,)
+    out = []
+    for i in static_argnums:
+        i = int(i)
+        if nargs is not None and i < 0:
+            i += nargs
+        out.append(i)
+    return tuple(sorted(set(out)))
+
+
+@dataclass
+class TracedFunction:
+    """The result of tracing a Python function once for one abstract signature."""
+    closed_jaxpr: ClosedJaxpr
+    out_tree: Any
+    signature: InputSignature
+    in_tree: Any
+    static_argnums: Tuple[int, ...]
+
+
+def trace_function(fun: Callable, args: Sequence[Any], kwargs: Dict[str, Any], static_argnums=(),
+                   abstracted_axes=None, avals: Optional[Sequence[ShapedArray]] = None) -> TracedFunction:
+    """Trace ``fun(*args, **kwargs)``; static args are baked in, the rest become inputs."""
+    static = set(normalize_static_argnums(static_argnums, len(args)))
+    dyn_positions = [i for i in range(len(args)) if i not in static]
+    specs = _per_arg_specs(abstracted_axes, len(dyn_positions))
+    leaves, leaf_specs, leaf_where, trees = [], [], [], []
+    for k, i in enumerate(dyn_positions):
+        arg_leaves, tree = pytree.tree_flatten(args[i])
+        trees.append(tree)
+        spec = specs[k]
+        spec_leaves = _spec_leaves(spec, args[i], len(arg_leaves))
+        for j, leaf in enumerate(arg_leaves):
+            leaves.append(leaf)
+            leaf_specs.append(spec_leaves[j])
+            leaf_where.append(f"argument {i}" + (f" (leaf {j})" if len(arg_leaves) > 1 else ""))
+    kw_leaves, kw_tree = pytree.tree_flatten(kwargs)
+    for j, leaf in enumerate(kw_leaves):
+        leaves.append(leaf)
+        leaf_specs.append(None)
+        leaf_where.append("keyword argument")
+    sig = input_signature(leaves, leaf_specs, leaf_where, avals)
+    counts = [t.num_leaves for t in trees]
+
+    def fun_flat(*explicit):
+        pos = 0
+        call_args = list(args)
+        for k, i in enumerate(dyn_positions):
+            call_args[i] = pytree.tree_unflatten(trees[k], explicit[pos:pos + counts[k]])
+            pos += counts[k]
+        call_kwargs = pytree.tree_unflatten(kw_tree, explicit[pos:])
+        out = fun(*call_args, **call_kwargs)
+        return pytree.tree_flatten(out)
+
+    closed, out_tree = trace_flat(fun_flat, sig.in_type)
+    return TracedFunction(closed, out_tree, sig, (tuple(trees), kw_tree), tuple(sorted(static)))
+
+
+def _spec_leaves(spec, arg, nleaves: int):
+    """Spread one argument's abstracted-axes spec over its pytree leaves."""
+    if spec is None or isinstance(spec, dict) or nleaves == 1:
+        return [spec] * nleaves
+    if isinstance(spec, (tuple, list)) and all(isinstance(s, (str, int)) or s is None for s in spec):
+        return [spec] * nleaves
+    spec_leaves, _ = pytree.tree_flatten(spec, is_leaf=lambda s: s is None or isinstance(s, dict) or (
+        isinstance(s, tuple) and all(isinstance(x, (str, int)) or x is None for x in s)))
+    if len(spec_leaves) != nleaves:
+        raise ValueError(f"abstracted_axes entry {spec!r} does not match the argument's structure")
+    return spec_leaves
+
+
+def make_jaxpr(fun: Callable, static_argnums=None, abstracted_axes=None):
+    """Return a function that traces ``fun`` and gives its ``ClosedJaxpr``.
+
+    ``make_jaxpr(f)(3)`` traces ``f`` with an ``i64[]`` input; with
+    ``abstracted_axes={0: 'n'}`` the leading axis of every array argument becomes the
+    same dynamic dimension ``n`` (one implicit input).
+    """
+    @api_boundary
+    def traced(*args, **kwargs):
+        return trace_function(fun, args, kwargs, static_argnums, abstracted_axes).closed_jaxpr
+    traced.__name__ = f"make_jaxpr({getattr(fun, '__name__', 'fun')})"
+    return traced
+
+
+def implicit_values(sig: InputSignature, leaves: Sequence[Any]) -> List[int]:
+    """The values of the implicit dimension inputs for concrete argument leaves.
+
+    Raises ``ValueError`` when axes sharing a name have different sizes.
+    """
+    values = []
+    for name, occ in zip(sig.dim_names, sig.dim_sources):
+        size = None
+        first = None
+        for li, ax in occ:
+            n = np.shape(leaves[li])[ax]
+            if size is None:
+                size, first = n, (li, ax)
+            elif n != size:
+                label = name if isinstance(name, str) else "(unnamed)"
+                raise ValueError(f"abstracted axis '{label}' has size {size} in leaf {first[0]} axis {first[1]} "
+                                 f"but size {n} in leaf {li} axis {ax}")
+        values.append(int(size))
+    return values
