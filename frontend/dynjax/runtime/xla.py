@@ -76,15 +76,7 @@ def get_client():
         with _lock:
             if _client is None:
                 _patch_jaxlib()
-                # silence the INFO lines the client prints on creation
-                old = os.environ.get("TF_CPP_MIN_LOG_LEVEL")
-                if old is None:
-                    os.environ["TF_CPP_MIN_LOG_LEVEL"] = "1"
-                try:
-                    client = _jax.get_tfrt_cpu_client(asynchronous=True)
-                finally:
-                    if old is None:
-                        os.environ.pop("TF_CPP_MIN_LOG_LEVEL", None)
+                client = _jax.get_tfrt_cpu_client(asynchronous=True)
                 _device = client.devices()[0]
                 _device_list = _jax.DeviceList((_device,))
                 _devices = [_device]
@@ -172,7 +164,7 @@ class Executable:
     Call it with numpy arrays (or scalars); it returns a list of numpy arrays.
     """
 
-    __slots__ = ("loaded", "in_types", "out_types", "in_avals", "out_avals", "_handlers", "__weakref__")
+    __slots__ = ("loaded", "in_types", "out_types", "in_avals", "out_avals", "_handlers", "_run", "__weakref__")
 
     def __init__(self, loaded, in_types: Sequence[str], out_types: Sequence[str]):
         get_client()
@@ -181,6 +173,7 @@ class Executable:
         self.out_types = tuple(out_types)
         self.in_avals = tuple(_aval_from_type(t) for t in self.in_types)
         self.out_avals = tuple(_aval_from_type(t) for t in self.out_types)
+        self._run = loaded.execute_sharded
         self._handlers = [_result_handler(a, _sharding, True, _skip_checks=True) for a in self.out_avals]
 
     def __call__(self, *args):
@@ -227,8 +220,6 @@ def _slow_arg(x, aval: _Aval, i: int):
         raise TypeError(
             f"argument {i}: expected an array of shape {aval.shape} and dtype {aval.dtype}, "
             f"got shape {x.shape} and dtype {x.dtype}")
-    if not x.flags.c_contiguous:
-        x = np.ascontiguousarray(x)
     return x
 
 
@@ -238,14 +229,13 @@ def execute(exe: Executable, args: Sequence) -> list[np.ndarray]:
     if len(args) != len(avals):
         raise TypeError(f"executable takes {len(avals)} arguments, got {len(args)}")
     bufs = []
-    for i, x in enumerate(args):
-        aval = avals[i]
-        if (type(x) is not np.ndarray or x.dtype != aval.dtype or x.shape != aval.shape
-                or not x.flags.c_contiguous):
-            x = _slow_arg(x, aval, i)
-        bufs.append(_bdp(aval, _sharding, [x], _devices, True, False, _ZERO_COPY, True))
-    outs = exe.loaded.execute_sharded(bufs).consume_with_handlers(exe._handlers)
-    return [np.asarray(o) for o in outs]
+    append = bufs.append
+    for x, aval in zip(args, avals):
+        if type(x) is not np.ndarray or x.dtype != aval.dtype or x.shape != aval.shape:
+            x = _slow_arg(x, aval, len(bufs))
+        # strided arrays are fine: batched_device_put copies them
+        append(_bdp(aval, _sharding, [x], _devices, True, False, _ZERO_COPY, True))
+    return [np.asarray(o) for o in exe._run(bufs).consume_with_handlers(exe._handlers)]
 
 
 _MAGIC = b"DYNJAX-XLA-EXE\x001\n"
