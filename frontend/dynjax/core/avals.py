@@ -101,12 +101,24 @@ INDEX_TYPES = (DBIdx, InDBIdx, OutDBIdx)
 
 
 def same_dim(d1, d2) -> bool:
-    """Two dims are equal when both are the same int, or the very same symbolic object."""
+    """Two dims are equal when both are the same int, or the very same symbolic object.
+
+    A dim tracer of an enclosing scope and one of a nested scope are compared as seen
+    from the nested scope: the outer one stands for its captured copy there.
+    """
     if isinstance(d1, int) and isinstance(d2, int):
         return d1 == d2
     if isinstance(d1, INDEX_TYPES) or isinstance(d2, INDEX_TYPES):
         return type(d1) is type(d2) and d1 == d2
-    return d1 is d2
+    if d1 is d2:
+        return True
+    t1, t2 = getattr(d1, "_trace", None), getattr(d2, "_trace", None)
+    if t1 is None or t2 is None or t1 is t2:
+        return False
+    inner, inner_dim, outer_dim = (t1, d1, d2) if t1.level > t2.level else (t2, d2, d1)
+    if not (inner.active and t1.active and t2.active):
+        return False
+    return inner.full_raise(outer_dim) is inner_dim
 
 
 def is_static_shape(shape) -> bool:
@@ -171,12 +183,12 @@ def dim_aval() -> ShapedArray:
 
 def aval_of_value(x) -> ShapedArray:
     """The abstract value of a concrete Python or numpy value."""
-    if isinstance(x, bool) or isinstance(x, np.bool_):
+    if isinstance(x, (np.ndarray, np.generic)):
+        return ShapedArray(x.shape, canonical_dtype(x.dtype))
+    if isinstance(x, bool):
         return ShapedArray((), bool_, weak_type=False)
     if isinstance(x, int):
         return ShapedArray((), int64, weak_type=True)
     if isinstance(x, float):
         return ShapedArray((), float64, weak_type=True)
-    if isinstance(x, (np.ndarray, np.generic)):
-        return ShapedArray(x.shape, canonical_dtype(x.dtype))
     raise TypeError(f"{type(x).__name__} is not a valid array value")
