@@ -16,7 +16,7 @@ from jaxlib.mlir._mlir_libs import _jax_mlir_ext
 
 __all__ = ["make_context", "get_context", "run_pipeline", "register_passes"]
 
-_lock = threading.Lock()
+_lock = threading.RLock()
 _shared_context: ir.Context | None = None
 _passes_registered = False
 

@@ -15,12 +15,5 @@ from . import lax, numpy  # noqa: F401
 __version__ = "0.1.0"
 
 
-def __getattr__(name):
-    # Control flow and qjit import lazily (they depend on the whole package).
-    if name in ("for_loop", "while_loop", "cond"):
-        from .control_flow import catalyst_api
-        return getattr(catalyst_api, name)
-    if name == "qjit":
-        from .qjit import qjit
-        return qjit
-    raise AttributeError(f"module 'dynjax' has no attribute {name!r}")
+from .control_flow.catalyst_api import cond, for_loop, while_loop  # noqa: E402,F401
+from .qjit import QJIT, qjit  # noqa: E402,F401  (the function shadows the submodule name)

@@ -108,6 +108,7 @@ class InputSignature:
     dim_names: List[Any]                # one per implicit input
     dim_sources: List[List[Tuple[int, int]]]   # per implicit input: (leaf index, axis) occurrences
     leaf_avals: List[ShapedArray]
+    leaf_where: List[str]               # "argument 1 (leaf 0)": for error messages
 
 
 def input_signature(leaves: Sequence[Any], leaf_specs: Sequence[Any], leaf_where: Sequence[str],
@@ -135,7 +136,7 @@ def input_signature(leaves: Sequence[Any], leaf_specs: Sequence[Any], leaf_where
     for aval, row in zip(avals, rows):
         shape = tuple(DBIdx(d[1]) if isinstance(d, tuple) else d for d in row)
         in_type.append((aval.update(shape=shape, weak_type=False), True))
-    return InputSignature(tuple(in_type), names, sources, avals)
+    return InputSignature(tuple(in_type), names, sources, avals, list(leaf_where))
 
 
 def trace_flat(fun_flat: Callable, in_type) -> Tuple[ClosedJaxpr, Any]:
@@ -254,8 +255,8 @@ def implicit_values(sig: InputSignature, leaves: Sequence[Any]) -> List[int]:
             if size is None:
                 size, first = n, (li, ax)
             elif n != size:
-                label = name if isinstance(name, str) else "(unnamed)"
-                raise ValueError(f"abstracted axis '{label}' has size {size} in leaf {first[0]} axis {first[1]} "
-                                 f"but size {n} in leaf {li} axis {ax}")
+                label = f"'{name}'" if isinstance(name, str) and not name.startswith("__") else "(unnamed)"
+                raise ValueError(f"abstracted axis {label} has size {size} in axis {first[1]} of "
+                                 f"{sig.leaf_where[first[0]]} but size {n} in axis {ax} of {sig.leaf_where[li]}")
         values.append(int(size))
     return values

@@ -8,9 +8,4 @@ from .api import abs, max, min, pow, round, slice  # noqa: F401  (shadowed built
 from . import primitives  # noqa: F401
 
 
-def __getattr__(name):
-    # Control flow lives in dynjax.control_flow; imported lazily to avoid an import cycle.
-    if name in ("cond", "switch", "while_loop", "fori_loop", "scan"):
-        from ..control_flow import lax_api
-        return getattr(lax_api, name)
-    raise AttributeError(name)
+from ..control_flow.lax_api import cond, fori_loop, scan, switch, while_loop  # noqa: E402,F401

@@ -1,0 +1,19 @@
+"""``dynjax.lowering``: jaxpr -> StableHLO with ``?`` dimensions (built with ``jaxlib.mlir``).
+
+Public API:
+
+* ``lower_jaxpr(closed_jaxpr, name="main") -> ir.Module`` and ``module_text(...) -> str``;
+* ``lower_jaxpr_into(ctx, jaxpr, args, consts=None) -> [ir.Value]`` to lower a (nested)
+  jaxpr at the current insertion point, e.g. inside a ``stablehlo.while`` body block;
+* ``LoweringContext`` (the per-scope variable environment plus helpers: ``ir_type``,
+  ``read``, ``constant``, ``dim_value``, ``shape_tensor``, ``broadcast``, ``reshape``,
+  ``iota``, ``convert``, ``cast``, ``compare``, ``nested``);
+* ``lowering_rules`` (primitive -> rule) and ``register_lowering(prim)``; a rule is
+  ``rule(ctx, eqn, *args, **params) -> ir.Value | [ir.Value]``.
+"""
+from .context import (LoweringContext, compare_type, elem_type, get_mlir_context, ir_type,  # noqa: F401
+                      tensor_type)
+from .core import (LoweringError, lower_jaxpr, lower_jaxpr_into, lowering_rules,  # noqa: F401
+                   module_text, register_lowering)
+from . import rules  # noqa: F401  (registers the rules of dynjax.lax.primitives)
+from .rules import reduce  # noqa: F401

@@ -1,15 +1,16 @@
 """Array creation: ones, zeros, full, empty, *_like, arange, linspace, eye, array, asarray.
 
 Every size may be a traced integer (a dynamic dim): ``ones(n)``, ``arange(a, b)`` and
-``linspace(0, 1, n)`` with traced ``n`` produce arrays of dynamic shape.
+``linspace(0, 1, n)`` with traced ``n`` produce arrays of dynamic shape. Size arithmetic
+on concrete values is done in Python, so printed jaxprs only hold the traced part.
 """
 from __future__ import annotations
 
 import numpy as np
 
 from .. import lax
-from ..core.avals import bool_, canonical_dtype, float64, int64, is_float_dtype
-from ..core.trace import Tracer, typeof
+from ..core.avals import bool_, canonical_dtype, float64, int64, is_float_dtype, is_integer_dtype
+from ..core.trace import Tracer, current_trace, typeof
 from ..lax.api import canonicalize_dim
 
 
@@ -19,33 +20,43 @@ def _shape_arg(shape):
     return (canonicalize_dim(shape, "size"),)
 
 
-def _fill_dtype(fill_value, dtype):
-    if dtype is not None:
-        return canonical_dtype(dtype)
-    if isinstance(fill_value, Tracer):
-        return fill_value.aval.dtype
-    a = typeof(fill_value) if not isinstance(fill_value, (list, tuple)) else typeof(np.asarray(fill_value))
-    return a.dtype
+def _constant(value, dtype):
+    """A concrete value as an array of ``dtype``: a numpy array eagerly, a constant when tracing."""
+    arr = np.asarray(value, dtype=dtype)
+    trace = current_trace()
+    if trace.level == 0:
+        return arr
+    return trace.pure(arr[()] if arr.ndim == 0 else arr)
 
 
 def full(shape, fill_value, dtype=None):
     """An array of the given (possibly dynamic) shape filled with ``fill_value``."""
     shape = _shape_arg(shape)
-    dtype = _fill_dtype(fill_value, dtype)
     if isinstance(fill_value, Tracer):
-        value = lax.convert_element_type(fill_value, dtype)
+        value = _astype(fill_value, dtype) if dtype is not None else fill_value
     else:
-        value = np.asarray(fill_value, dtype=dtype)
-        value = value[()] if value.ndim == 0 else value
+        arr = np.asarray(fill_value)
+        if arr.dtype == object:
+            raise TypeError(f"full: fill_value {fill_value!r} is not a number or an array")
+        arr = arr.astype(canonical_dtype(arr.dtype if dtype is None else dtype))
+        if not shape and arr.ndim == 0:
+            return _constant(arr, arr.dtype)
+        value = arr[()] if arr.ndim == 0 else arr
     vshape = typeof(value).shape
+    if len(vshape) > len(shape):
+        raise ValueError(f"full: fill_value of rank {len(vshape)} does not fit the shape {shape}")
+    if not shape:
+        return value
     return lax.broadcast_in_dim(value, shape, tuple(range(len(shape) - len(vshape), len(shape))))
 
 
 def ones(shape, dtype=None):
+    """An array of ones (float64 unless ``dtype`` is given)."""
     return full(shape, 1, float64 if dtype is None else dtype)
 
 
 def zeros(shape, dtype=None):
+    """An array of zeros (float64 unless ``dtype`` is given)."""
     return full(shape, 0, float64 if dtype is None else dtype)
 
 
@@ -55,122 +66,136 @@ def empty(shape, dtype=None):
 
 
 def full_like(a, fill_value, dtype=None, shape=None):
-    a = asarray(a)
-    av = typeof(a)
+    """An array with the shape and dtype of ``a`` (unless overridden) filled with ``fill_value``."""
+    av = typeof(asarray(a))
     return full(av.shape if shape is None else shape, fill_value, av.dtype if dtype is None else dtype)
 
 
 def ones_like(a, dtype=None, shape=None):
+    """Ones with the shape and dtype of ``a``."""
     return full_like(a, 1, dtype, shape)
 
 
 def zeros_like(a, dtype=None, shape=None):
+    """Zeros with the shape and dtype of ``a``."""
     return full_like(a, 0, dtype, shape)
 
 
 def empty_like(a, dtype=None, shape=None):
+    """Zeros with the shape and dtype of ``a`` (see ``empty``)."""
     return full_like(a, 0, dtype, shape)
-
-
-def _is_traced(*xs) -> bool:
-    return any(isinstance(x, Tracer) for x in xs)
-
-
-def arange(start, stop=None, step=None, dtype=None):
-    """``arange`` whose bounds may be traced integers (the length is then a dynamic dim)."""
-    if stop is None:
-        start, stop = 0, start
-    if step is None:
-        step = 1
-    if not _is_traced(start, stop, step):
-        out_dtype = canonical_dtype(dtype) if dtype is not None else canonical_dtype(
-            np.result_type(*[np.asarray(v) for v in (start, stop, step)]))
-        n = len(np.arange(start, stop, step))
-        idx = lax.iota(int64 if not is_float_dtype(out_dtype) else out_dtype, n)
-        if start == 0 and step == 1 and not is_float_dtype(out_dtype):
-            return lax.convert_element_type(idx, out_dtype) if out_dtype != int64 else idx
-        from .ufuncs import add, multiply
-        return _astype(add(multiply(idx, step), start), out_dtype)
-    from .ufuncs import add, multiply, subtract, floor_divide, maximum
-    for v in (start, stop, step):
-        if isinstance(v, Tracer) and is_float_dtype(v.aval.dtype):
-            raise TypeError("arange with traced float bounds has a data-dependent length; use linspace")
-    if not isinstance(step, Tracer) and step == 0:
-        raise ValueError("arange: step must not be zero")
-    # length = max(0, ceil((stop - start) / step)) computed with integer arithmetic
-    span = subtract(stop, start)
-    if isinstance(step, Tracer):
-        raise TypeError("arange with a traced step is not supported; use a static step")
-    if step > 0:
-        n = floor_divide(add(span, step - 1), step)
-    else:
-        n = floor_divide(add(span, step + 1), step)
-    n = maximum(n, 0)
-    idx = lax.iota(int64, n)
-    out = idx if (isinstance(start, int) and start == 0 and step == 1) else add(multiply(idx, step), start)
-    out_dtype = canonical_dtype(dtype) if dtype is not None else int64
-    return _astype(out, out_dtype)
 
 
 def _astype(x, dtype):
     dtype = canonical_dtype(dtype)
-    if typeof(x).dtype == dtype:
+    if typeof(x).dtype == dtype and not typeof(x).weak_type:
         return x
     return lax.convert_element_type(x, dtype)
 
 
+def _affine(idx, step, start, dtype):
+    """``idx * step + start`` in ``dtype``, skipping a multiplication by 1 and an addition of 0."""
+    from .ufuncs import add, multiply
+    out = _astype(idx, dtype)
+    if isinstance(step, Tracer) or step != 1:
+        out = multiply(out, step)
+    if isinstance(start, Tracer) or start != 0:
+        out = add(out, start)
+    return _astype(out, dtype)
+
+
+def _as_i64(v):
+    if isinstance(v, Tracer):
+        a = v.aval
+        if a.shape != () or not is_integer_dtype(a.dtype):
+            raise TypeError(f"arange: a traced bound must be an integer scalar, got {a.str_short()} "
+                            "(a traced float bound gives a data-dependent length; use linspace)")
+        return _astype(v, int64)
+    if isinstance(v, (float, np.floating)):
+        raise TypeError("arange: mixing traced and float bounds gives a data-dependent length; use linspace")
+    return int(v)
+
+
+def arange(start, stop=None, step=None, dtype=None):
+    """``arange`` whose bounds may be traced integers (the length is then a dynamic dim).
+
+    The step must be a static integer when a bound is traced.
+    """
+    if stop is None:
+        start, stop = 0, start
+    step = 1 if step is None else step
+    if isinstance(step, Tracer):
+        raise TypeError("arange: a traced step gives a data-dependent length; use a static step")
+    if not isinstance(start, Tracer) and not isinstance(stop, Tracer):
+        ref = np.arange(start, stop, step)
+        out_dtype = canonical_dtype(ref.dtype if dtype is None else dtype)
+        return _affine(lax.iota(int64, len(ref)), step, start, out_dtype)
+    step = int(step)
+    if step == 0:
+        raise ValueError("arange: step must not be zero")
+    start, stop = _as_i64(start), _as_i64(stop)
+    lo, hi = (start, stop) if step > 0 else (stop, start)
+    span = hi if isinstance(lo, int) and lo == 0 else lax.sub(hi, lo)
+    n = lax.max(span, 0)
+    if abs(step) != 1:
+        n = lax.div(lax.add(n, abs(step) - 1), abs(step))
+    out_dtype = int64 if dtype is None else canonical_dtype(dtype)
+    return _affine(lax.iota(int64, n), step, start, out_dtype)
+
+
 def linspace(start, stop, num=50, endpoint=True, dtype=None):
-    """``num`` evenly spaced values; ``num`` may be a traced integer."""
-    from .ufuncs import add, multiply, subtract, true_divide, maximum, where, equal
+    """``num`` evenly spaced values from ``start`` to ``stop``; ``num`` may be a traced integer."""
+    from .ufuncs import equal, subtract, true_divide, where
     n = canonicalize_dim(num, "num")
-    out_dtype = canonical_dtype(dtype) if dtype is not None else float64
-    idx = lax.convert_element_type(lax.iota(int64, n), float64)
-    if isinstance(n, int):
-        div = (n - 1 if endpoint else n)
-        step = true_divide(subtract(stop, start), float(div) if div > 0 else 1.0)
+    out_dtype = float64 if dtype is None else canonical_dtype(dtype)
+    idx = lax.iota(int64, n)
+    if isinstance(start, Tracer) or isinstance(stop, Tracer):
+        delta = subtract(_astype(stop, float64), _astype(start, float64))
     else:
-        div = subtract(n, 1) if endpoint else n
-        div = lax.convert_element_type(maximum(div, 1), float64)
-        step = true_divide(subtract(stop, start), div)
-    out = add(multiply(idx, step), start)
-    if endpoint:
-        # make the last element exactly ``stop`` (as numpy does)
-        last = subtract(n, 1)
-        out = where(equal(lax.iota(int64, n), last), lax.convert_element_type(
-            full((), stop, float64) if not isinstance(stop, Tracer) else stop, float64), out)
+        delta = float(stop) - float(start)
+    if isinstance(n, int):
+        div = max(n - 1 if endpoint else n, 1)
+        step = delta / div if isinstance(delta, float) else true_divide(delta, float(div))
+    else:
+        div = lax.max(lax.sub(n, 1), 1) if endpoint else lax.max(n, 1)
+        step = true_divide(delta, _astype(div, float64))
+    out = _affine(idx, step, start, float64)
+    if endpoint and not (isinstance(n, int) and n < 2):
+        # numpy makes the last element exactly ``stop`` (when there are at least two)
+        out = where(equal(idx, div), full((), stop, float64), out)
+    if is_integer_dtype(out_dtype):
+        out = lax.floor(out)
     return _astype(out, out_dtype)
 
 
 def eye(N, M=None, k=0, dtype=None):
+    """A 2-D array with ones on the ``k``-th diagonal; ``N`` and ``M`` may be traced."""
     from .ufuncs import add, equal
-    M = N if M is None else M
+    N = canonicalize_dim(N, "size")
+    M = N if M is None else canonicalize_dim(M, "size")
     rows = lax.broadcasted_iota(int64, (N, M), 0)
     cols = lax.broadcasted_iota(int64, (N, M), 1)
-    return _astype(equal(add(rows, k), cols), float64 if dtype is None else dtype)
+    diag = equal(rows if k == 0 else add(rows, int(k)), cols)
+    return _astype(diag, float64 if dtype is None else dtype)
 
 
 def identity(n, dtype=None):
+    """The ``n`` x ``n`` identity matrix."""
     return eye(n, dtype=dtype)
 
 
 def asarray(a, dtype=None):
-    """A traced value as is (cast if asked), nested lists/tuples of tracers stacked."""
+    """``a`` as an array: tracers are kept (cast if asked), sequences holding tracers are stacked,
+    concrete values become numpy arrays (eagerly) or constants (when tracing)."""
     if isinstance(a, Tracer):
         return _astype(a, dtype) if dtype is not None else a
     if isinstance(a, (list, tuple)) and any(_contains_tracer(x) for x in a):
         from .shape_ops import stack
-        return stack([asarray(x, dtype) for x in a])
+        return stack([asarray(x) for x in a]) if dtype is None else _astype(stack([asarray(x) for x in a]), dtype)
     arr = np.asarray(a)
     if arr.dtype == object:
         raise TypeError(f"cannot convert {type(a).__name__} to an array")
-    out_dtype = canonical_dtype(dtype if dtype is not None else arr.dtype)
-    if dtype is None and isinstance(a, (bool, int, float)):
-        return a  # keep Python scalars weakly typed
-    arr = arr.astype(out_dtype, copy=False)
-    from ..core.trace import current_trace, _eval_trace
-    if current_trace() is _eval_trace:
-        return arr
-    return current_trace().pure(arr) if arr.ndim else current_trace().pure(arr[()])
+    return _constant(arr, canonical_dtype(arr.dtype if dtype is None else dtype))
 
 
 def _contains_tracer(x) -> bool:
@@ -182,9 +207,8 @@ def _contains_tracer(x) -> bool:
 
 
 def array(a, dtype=None, copy=True):
+    """Like ``asarray``; a concrete numpy result is a copy unless ``copy=False``."""
     out = asarray(a, dtype)
-    if isinstance(out, np.ndarray) and copy:
+    if isinstance(out, np.ndarray) and copy and out is a:
         return out.copy()
-    if isinstance(out, (bool, int, float)):
-        return np.asarray(out, dtype=canonical_dtype(type(out)))
     return out

@@ -1,9 +1,11 @@
 """Basic indexing ``x[i]``, ``x[i:j]``, ``x[:, k]``, ``x[..., None]`` with static or traced indices.
 
-Integer indices and slice bounds may be traced integers; slices over dynamic axes get a
-dynamic length. Static out-of-range integer indices on static axes raise ``IndexError``;
-traced indices are clamped into range (XLA semantics, as in JAX). Advanced indexing
-with integer or boolean arrays is not supported (it is reported as such).
+Integer indices and slice bounds may be traced integers; slices over dynamic axes or with
+traced bounds get a dynamic length (clamped into range, as numpy does for slices).
+Static out-of-range integer indices on static axes raise ``IndexError``; traced integer
+indices are clamped into range (XLA semantics, as in JAX). Slices with a step other
+than 1 need a static axis and static bounds (``x[::-1]`` also works on a dynamic axis).
+Advanced indexing with integer or boolean arrays is not supported.
 """
 from __future__ import annotations
 
@@ -22,64 +24,89 @@ def _is_int_index(i) -> bool:
 
 
 def _expand_index(idx, ndim):
+    """The index as a list with one entry per axis (plus ``None`` entries for new axes)."""
     if not isinstance(idx, tuple):
         idx = (idx,)
     for i in idx:
         if isinstance(i, Tracer) and not _is_int_index(i):
             raise IndexError(f"indexing with a traced array of type {i.aval.str_short()} is not supported "
                              "(only integer scalars and slices)")
-        if isinstance(i, (list, np.ndarray)) and not (isinstance(i, np.ndarray) and i.ndim == 0):
+        if isinstance(i, (list, np.ndarray, bool, np.bool_)) and not (isinstance(i, np.ndarray) and i.ndim == 0):
             raise IndexError("advanced indexing with integer or boolean arrays is not supported")
+    n_ellipsis = sum(1 for i in idx if i is Ellipsis)
+    if n_ellipsis > 1:
+        raise IndexError("an index can only have a single ellipsis ('...')")
     n_real = sum(1 for i in idx if i is not None and i is not Ellipsis)
     if n_real > ndim:
         raise IndexError(f"too many indices: array is {ndim}-dimensional, but {n_real} were indexed")
-    if sum(1 for i in idx if i is Ellipsis) > 1:
-        raise IndexError("an index can only have a single ellipsis ('...')")
     out = []
     for i in idx:
         if i is Ellipsis:
             out.extend([slice(None)] * (ndim - n_real))
         else:
             out.append(i)
-    if Ellipsis not in idx:
+    if not n_ellipsis:
         out.extend([slice(None)] * (ndim - n_real))
     return out
 
 
-def _clamp(v, lo, hi):
-    from .ufuncs import maximum, minimum
-    return minimum(maximum(v, lo), hi)
+def _i64(v):
+    return lax.convert_element_type(v, int64) if v.aval.dtype != int64 else v
+
+
+def _bound(v, n, is_start):
+    """A slice bound normalized into ``[0, n]`` (numpy slice semantics); static when possible.
+
+    A static non-negative start needs no upper clamp: the slice length is then 0 and
+    ``dynamic_slice`` clamps its start into range.
+    """
+    if v is None:
+        return 0 if is_start else n
+    if isinstance(v, Tracer):
+        v = _i64(v)
+        v = lax.select(lax.lt(v, 0), lax.add(v, n), v)
+        return lax.min(lax.max(v, 0), n)
+    v = int(v)
+    if isinstance(n, int):
+        return min(max(v + n if v < 0 else v, 0), n)
+    if v < 0:
+        return lax.max(lax.add(n, v), 0)
+    return v if is_start else lax.min(n, v)
+
+
+def _dynamic_slice_range(it, n):
+    """(start, size) of a step-1 slice with traced bounds or over a dynamic axis."""
+    start = _bound(it.start, n, True)
+    stop = _bound(it.stop, n, False)
+    if isinstance(start, int) and start == 0:
+        return 0, canonicalize_dim(stop)
+    return start, canonicalize_dim(lax.max(lax.sub(stop, start), 0))
 
 
 def getitem(x, idx):
     """``x[idx]`` for a traced or concrete array ``x``."""
-    from .ufuncs import add, less, subtract, where, maximum
     av = typeof(x)
     items = _expand_index(idx, av.ndim)
     starts, sizes, strides, squeeze_axes, new_axes = [], [], [], [], []
     axis = 0
-    out_pos = 0
-    for it in items:
+    for pos, it in enumerate(items):
         if it is None:
-            new_axes.append(out_pos)
-            out_pos += 1
+            new_axes.append(pos - len(squeeze_axes))
             continue
         n = av.shape[axis]
+        step = 1
         if _is_int_index(it):
             if isinstance(it, Tracer):
-                i = lax.convert_element_type(it, int64) if it.aval.dtype != int64 else it
-                i = where(less(i, 0), add(i, n), i)
-            else:
+                i = _i64(it)
+                i = lax.select(lax.lt(i, 0), lax.add(i, n), i)
+            elif isinstance(n, int):
                 i = int(it)
-                if isinstance(n, int):
-                    if not -n <= i < n:
-                        raise IndexError(f"index {i} is out of bounds for axis {axis} with size {n}")
-                    i = i % n
-                elif i < 0:
-                    i = add(n, i)
-            starts.append(i)
-            sizes.append(1)
-            strides.append(1)
+                if not -n <= i < n:
+                    raise IndexError(f"index {i} is out of bounds for axis {axis} with size {n}")
+                i %= n
+            else:
+                i = int(it) if int(it) >= 0 else lax.add(n, int(it))
+            start, size = i, 1
             squeeze_axes.append(axis)
         elif isinstance(it, slice):
             step = 1 if it.step is None else it.step
@@ -88,69 +115,46 @@ def getitem(x, idx):
             step = int(step)
             if step == 0:
                 raise ValueError("slice step cannot be zero")
-            start, stop = it.start, it.stop
-            if all(not isinstance(v, Tracer) for v in (start, stop)) and isinstance(n, int):
-                s0, s1, _ = slice(start, stop, step).indices(n)
-                if step > 0:
-                    length = max(0, s1 - s0)
-                    starts.append(s0)
-                    sizes.append(length)
-                else:
-                    # negative steps: take the covered span, then reverse
-                    length = max(0, s0 - s1)
-                    starts.append(s1 + 1 if length else 0)
-                    sizes.append(length)
-                strides.append(step)
+            traced = isinstance(it.start, Tracer) or isinstance(it.stop, Tracer)
+            if isinstance(n, int) and not traced:
+                lo, hi, _ = slice(it.start, it.stop, step).indices(n)
+                size = max(0, -(-(hi - lo) // step))
+                # negative steps: take the covered span, reverse it, then stride
+                start = lo if step > 0 else (lo - (size - 1) * -step if size else 0)
+                size = size if abs(step) == 1 else (max(0, (size - 1) * abs(step) + 1))
+            elif step == -1 and it.start is None and it.stop is None:
+                start, size = 0, n
+            elif step != 1:
+                raise IndexError("a slice with a step other than 1 needs a static axis and static bounds")
             else:
-                if step != 1:
-                    raise IndexError("slices with traced bounds or over a dynamic axis need step 1")
-                if start is None and stop is None:
-                    starts.append(0)
-                    sizes.append(n)
-                else:
-                    def norm(v, default):
-                        if v is None:
-                            return default
-                        v = canonicalize_dim(v, "slice bound") if not isinstance(v, Tracer) and v >= 0 else v
-                        if isinstance(v, Tracer) or (isinstance(v, int) and v < 0) or not isinstance(n, int):
-                            if not isinstance(v, Tracer) and v < 0:
-                                return _clamp(add(n, v), 0, n)
-                            if isinstance(v, Tracer):
-                                v = lax.convert_element_type(v, int64) if v.aval.dtype != int64 else v
-                                return _clamp(where(less(v, 0), add(v, n), v), 0, n)
-                            return _clamp(v, 0, n) if not isinstance(n, int) else min(v, n)
-                        return min(v, n)
-                    b = norm(start, 0)
-                    e = norm(stop, n)
-                    length = maximum(subtract(e, b), 0)
-                    starts.append(b)
-                    sizes.append(canonicalize_dim(length))
-                strides.append(1)
+                start, size = _dynamic_slice_range(it, n)
         else:
             raise IndexError(f"unsupported index {it!r}: only integers, slices, None and ... are supported")
+        starts.append(start)
+        sizes.append(size)
+        strides.append(step)
         axis += 1
-        if not _is_int_index(it):
-            out_pos += 1
-    out = x
-    all_static = all(isinstance(s, int) for s in starts) and all(isinstance(s, int) for s in sizes)
-    whole = all(isinstance(s, int) and s == 0 for s in starts) and all(
-        (sz is d) or (isinstance(sz, int) and isinstance(d, int) and sz == d) for sz, d in zip(sizes, av.shape))
-    if whole:
-        pass
-    elif all_static and all(isinstance(d, int) for d in av.shape):
-        out = lax.slice(out, starts, [s + z for s, z in zip(starts, sizes)])
-    else:
-        out = lax.dynamic_slice(out, starts, sizes)
-    if any(st != 1 for st in strides):
-        rev = [i for i, st in enumerate(strides) if st < 0]
-        if rev:
-            out = lax.rev(out, rev)
-        cur = typeof(out).shape
-        limits = [d if isinstance(d, int) else None for d in cur]
-        out = lax.slice(out, [0] * len(cur), limits, [abs(st) for st in strides])
+    out = _slice(x, av.shape, starts, sizes)
+    if any(st < 0 for st in strides):
+        out = lax.rev(out, [i for i, st in enumerate(strides) if st < 0])
+    if any(abs(st) != 1 for st in strides):
+        limits = [d if isinstance(d, int) else None for d in typeof(out).shape]
+        out = lax.slice(out, [0] * len(limits), limits, [abs(st) for st in strides])
     if squeeze_axes:
         out = lax.squeeze(out, squeeze_axes)
     if new_axes:
         from .shape_ops import expand_dims
         out = expand_dims(out, new_axes)
     return out
+
+
+def _slice(x, shape, starts, sizes):
+    """``x[start:start+size, ...]``: nothing, a static ``slice`` or a ``dynamic_slice``."""
+    def same(a, b):
+        return a is b or (isinstance(a, int) and isinstance(b, int) and a == b)
+    if all(same(s, 0) for s in starts) and all(same(z, d) for z, d in zip(sizes, shape)):
+        return x
+    static = all(isinstance(v, int) for v in list(starts) + list(sizes) + list(shape))
+    if static:
+        return lax.slice(x, starts, [s + z for s, z in zip(starts, sizes)])
+    return lax.dynamic_slice(x, starts, sizes)

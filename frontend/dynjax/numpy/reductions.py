@@ -110,17 +110,19 @@ def mean(x, axis=None, dtype=None, keepdims=False):
 def _arg(lax_fn, name):
     def fn(x, axis=None, keepdims=False):
         x = _prep(x)
-        a = typeof(x)
+        shape = typeof(x).shape
         if axis is None:
             from .shape_ops import ravel
-            x = ravel(x)
-            axis = 0
+            x, axis = ravel(x), 0
         (ax,) = _axes(x, axis)
         if isinstance(typeof(x).shape[ax], int) and typeof(x).shape[ax] == 0:
             raise ValueError(f"attempt to get {name} of an empty sequence")
         out = lax_fn(x, ax)
-        return _keep(typeof(x).shape, out, (ax,), keepdims)
+        if typeof(x).ndim != len(shape):  # axis=None: every axis was reduced
+            return _keep(shape, out, tuple(range(len(shape))), keepdims)
+        return _keep(shape, out, (ax,), keepdims)
     fn.__name__ = name
+    fn.__doc__ = f"numpy.{name}: the index of the first extremum along ``axis`` (flattened if None)."
     return fn
 
 

@@ -1,0 +1,1 @@
+"""Executing jaxprs through XLA: planning (segments, host-driven control flow) and caches."""

@@ -1,0 +1,144 @@
+"""Which values must be known on the host before a jaxpr can become a static XLA program.
+
+XLA compiles static shapes only, so every dimension must be a constant after
+specialization. A scalar is *foldable* when its value is fixed by what specialization
+bakes in: literals, the program's integer inputs (their values are baked), and
+scalar arithmetic on foldable values. Dims that are not foldable (computed from array
+data, or changing from one loop iteration to the next) need the host: the program is
+cut there (``segments``) or the control flow is driven from the host.
+
+The same analysis finds the *needed* integer inputs: those whose values flow into a
+dimension (or a loop step, which is checked on the host), so that the executable cache
+keys on their values and on nothing else.
+"""
+from __future__ import annotations
+
+from typing import Dict, Iterable, List, Set
+
+from ..core.jaxpr import Jaxpr, Literal, Var
+from ..lax import primitives as P
+
+# scalar operations that shape refinement folds when their operands are constants
+_FOLDABLE = {P.add_p, P.sub_p, P.mul_p, P.div_p, P.rem_p, P.max_p, P.min_p, P.neg_p, P.abs_p,
+             P.sign_p, P.convert_element_type_p, P.select_n_p, P.eq_p, P.ne_p, P.lt_p, P.le_p,
+             P.gt_p, P.ge_p, P.and_p, P.or_p, P.not_p, P.floor_p, P.ceil_p, P.integer_pow_p}
+
+
+def is_scalar(v) -> bool:
+    return v.aval.shape == ()
+
+
+def dims_of(aval) -> List[Var]:
+    return [d for d in aval.shape if isinstance(d, Var)]
+
+
+def nested_jaxprs(eqn) -> List[Jaxpr]:
+    out = []
+    for p in eqn.params.values():
+        for x in (p if isinstance(p, tuple) else (p,)):
+            if isinstance(x, Jaxpr):
+                out.append(x)
+    return out
+
+
+def host_checked_operands(eqn) -> List:
+    """Operands whose concrete value the host checks before running (a for_loop step)."""
+    from ..control_flow.primitives import for_loop_p
+    if eqn.primitive is for_loop_p:
+        return [eqn.invars[eqn.params["body_nconsts"] + 2]]
+    return []
+
+
+def eqn_dim_uses(eqn) -> List:
+    """Atoms used as dimensions by an equation: in its result types and its operands'
+    types, plus dims its nested programs take from its constant operands."""
+    uses = []
+    for v in eqn.outvars:
+        uses += dims_of(v.aval)
+    uses += host_checked_operands(eqn)
+    return uses
+
+
+def foldable_vars(jaxpr: Jaxpr, foldable_inputs: Iterable[Var]) -> Set[int]:
+    """ids of the jaxpr's scalar vars that specialization can fold, given foldable inputs."""
+    ok: Set[int] = {id(v) for v in foldable_inputs}
+    for eqn in jaxpr.eqns:
+        if eqn.primitive in _FOLDABLE and all(is_scalar(v) for v in eqn.outvars) and all(
+                isinstance(a, Literal) or id(a) in ok for a in eqn.invars):
+            ok.update(id(v) for v in eqn.outvars)
+    return ok
+
+
+def statically_compilable(eqn, foldable: Set[int]) -> bool:
+    """Can ``eqn`` be part of one static XLA program when ``foldable`` are constants?
+
+    Its result dims must be foldable (``OutDBIdx`` results of control flow are not), and
+    every dim inside its nested programs must be foldable there too, where a nested
+    program's constant inputs inherit foldability from the operands and everything else
+    (loop-carried values, the loop index) varies at run time.
+    """
+    for d in eqn_dim_uses(eqn):
+        if isinstance(d, Var) and id(d) not in foldable:
+            return False
+    subs = nested_jaxprs(eqn)
+    if not subs:
+        return True
+    from ..control_flow.primitives import cond_p
+    const_counts = _nested_const_counts(eqn)
+    for sub, (n_in_from_operands, first_operand) in zip(subs, const_counts):
+        inputs = []
+        for k in range(n_in_from_operands):
+            a = eqn.invars[first_operand + k]
+            if isinstance(a, Literal) or id(a) in foldable:
+                inputs.append(sub.invars[k])
+        if eqn.primitive is cond_p:
+            pass  # branches take every operand unchanged: handled by n_in_from_operands
+        inner = foldable_vars(sub, inputs)
+        for v in sub.invars:
+            if any(id(d) not in inner for d in dims_of(v.aval)):
+                return False
+        for e in sub.eqns:
+            if not statically_compilable(e, inner):
+                return False
+        for v in sub.outvars:
+            if isinstance(v, Var) and any(id(d) not in inner for d in dims_of(v.aval)):
+                return False
+    return True
+
+
+def _nested_const_counts(eqn):
+    """For each nested jaxpr of ``eqn``: (how many leading invars come straight from
+    operands, index of the first such operand)."""
+    from ..control_flow.primitives import cond_p, for_loop_p, scan_p, while_loop_p
+    p = eqn.params
+    if eqn.primitive is for_loop_p:
+        return [(p["body_nconsts"], 0)]
+    if eqn.primitive is while_loop_p:
+        return [(p["cond_nconsts"], 0), (p["body_nconsts"], p["cond_nconsts"])]
+    if eqn.primitive is scan_p:
+        return [(p["num_consts"], 0)]
+    if eqn.primitive is cond_p:
+        return [(len(eqn.invars) - 1, 1) for _ in p["branches"]]
+    return [(0, 0) for _ in nested_jaxprs(eqn)]
+
+
+def needed_vars(jaxpr: Jaxpr) -> Set[int]:
+    """ids of vars whose values flow into a dimension or a host-checked operand."""
+    need: Set[int] = set()
+    for v in list(jaxpr.invars) + list(jaxpr.outvars):
+        if isinstance(v, Var):
+            need.update(id(d) for d in dims_of(v.aval))
+    for eqn in jaxpr.eqns:
+        need.update(id(d) for d in eqn_dim_uses(eqn) if isinstance(d, Var))
+        for v in eqn.invars:
+            if isinstance(v, Var):
+                need.update(id(d) for d in dims_of(v.aval))
+        for sub, (n, first) in zip(nested_jaxprs(eqn), _nested_const_counts(eqn)):
+            inner = needed_vars(sub)
+            for k in range(n):
+                if id(sub.invars[k]) in inner and isinstance(eqn.invars[first + k], Var):
+                    need.add(id(eqn.invars[first + k]))
+    for eqn in reversed(jaxpr.eqns):
+        if eqn.primitive in _FOLDABLE and any(id(v) in need for v in eqn.outvars):
+            need.update(id(a) for a in eqn.invars if isinstance(a, Var))
+    return need

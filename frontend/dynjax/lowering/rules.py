@@ -1,0 +1,542 @@
+"""Lowering rules for every primitive of ``dynjax.lax.primitives``.
+
+Each rule reproduces the numpy ``impl`` of its primitive (the reference semantics). Ops
+whose shapes depend on dynamic dims use the ``dynamic_*`` forms fed by shape tensors built
+from dim values (``dynamic_broadcast_in_dim``, ``dynamic_iota``, ``dynamic_reshape``,
+``real_dynamic_slice``, ``dynamic_pad``); all of them become static ops once the dims are
+constants (``stablehlo-refine-shapes`` + ``stablehlo-canonicalize-dynamism``, or
+``refine_polymorphic_shapes``), which is how a module is specialized for XLA.
+"""
+from __future__ import annotations
+
+from typing import Callable, List, Sequence
+
+import numpy as np
+from jaxlib.mlir import ir
+from jaxlib.mlir.dialects import chlo
+from jaxlib.mlir.dialects import stablehlo as hlo
+
+from ..core.avals import is_float_dtype, is_integer_dtype
+from ..lax import primitives as P
+from .context import LoweringContext, compare_type, elem_type, is_static, tensor_type
+from .core import register_lowering
+
+_I64 = np.dtype(np.int64)
+_BOOL = np.dtype(np.bool_)
+
+
+def _out(eqn, i=0):
+    return eqn.outvars[i].aval
+
+
+def _in(eqn, i=0):
+    return eqn.invars[i].aval
+
+
+def _scalar_type(value: ir.Value) -> ir.RankedTensorType:
+    return ir.RankedTensorType.get([], ir.RankedTensorType(value.type).element_type)
+
+
+# ----------------------------------------------------------------------------------------------
+# Elementwise unary
+# ----------------------------------------------------------------------------------------------
+
+def _unary(prim, op: Callable):
+    register_lowering(prim, lambda ctx, eqn, x: op(x).result)
+
+
+for _p, _op in [
+    (P.neg_p, hlo.NegOp), (P.sign_p, hlo.SignOp), (P.floor_p, hlo.FloorOp), (P.ceil_p, hlo.CeilOp),
+    (P.round_p, hlo.RoundNearestEvenOp), (P.exp_p, hlo.ExpOp), (P.log_p, hlo.LogOp),
+    (P.log1p_p, hlo.Log1pOp), (P.expm1_p, hlo.Expm1Op), (P.sin_p, hlo.SineOp), (P.cos_p, hlo.CosineOp),
+    (P.tan_p, hlo.TanOp), (P.asin_p, chlo.AsinOp), (P.acos_p, chlo.AcosOp), (P.atan_p, chlo.AtanOp),
+    (P.sinh_p, chlo.SinhOp), (P.cosh_p, chlo.CoshOp), (P.tanh_p, hlo.TanhOp), (P.sqrt_p, hlo.SqrtOp),
+    (P.rsqrt_p, hlo.RsqrtOp), (P.cbrt_p, hlo.CbrtOp), (P.abs_p, hlo.AbsOp), (P.not_p, hlo.NotOp),
+    (P.logistic_p, hlo.LogisticOp), (P.is_finite_p, hlo.IsFiniteOp),
+]:
+    _unary(_p, _op)
+
+
+# ----------------------------------------------------------------------------------------------
+# Elementwise binary (a rank-0 operand broadcasts against an array)
+# ----------------------------------------------------------------------------------------------
+
+def _bcast_args(ctx: LoweringContext, eqn, *args):
+    """Broadcast rank-0 operands to the shape of the array operand."""
+    ranks = [ir.RankedTensorType(a.type).rank for a in args]
+    big = args[ranks.index(max(ranks))]
+    return [ctx.broadcast_scalar_like(a, big) for a in args]
+
+
+def _binary(prim, fn: Callable):
+    def rule(ctx, eqn, x, y):
+        x, y = _bcast_args(ctx, eqn, x, y)
+        return fn(ctx, eqn, x, y)
+    register_lowering(prim, rule)
+
+
+def _simple(op):
+    return lambda ctx, eqn, x, y: op(x, y).result
+
+
+def _by_bool(bool_op, other_op):
+    def fn(ctx, eqn, x, y):
+        return (bool_op if _in(eqn).dtype == _BOOL else other_op)(x, y).result
+    return fn
+
+
+_binary(P.add_p, _by_bool(hlo.OrOp, hlo.AddOp))
+_binary(P.mul_p, _by_bool(hlo.AndOp, hlo.MulOp))
+_binary(P.max_p, _by_bool(hlo.OrOp, hlo.MaxOp))
+_binary(P.min_p, _by_bool(hlo.AndOp, hlo.MinOp))
+_binary(P.sub_p, _simple(hlo.SubtractOp))
+_binary(P.atan2_p, _simple(hlo.Atan2Op))
+_binary(P.and_p, _simple(hlo.AndOp))
+_binary(P.or_p, _simple(hlo.OrOp))
+_binary(P.xor_p, _simple(hlo.XorOp))
+
+
+def _zero_safe(ctx, eqn, x, y, op):
+    """``where(y == 0, 0, op(x, where(y == 0, 1, y)))`` for integers (the impl's semantics)."""
+    dt = _in(eqn).dtype
+    zero = ctx.broadcast_scalar_like(ctx.constant(0, dt), x)
+    one = ctx.broadcast_scalar_like(ctx.constant(1, dt), x)
+    is_zero = ctx.compare(y, zero, "EQ", dt)
+    safe = hlo.SelectOp(is_zero, one, y).result
+    return hlo.SelectOp(is_zero, zero, op(x, safe).result).result
+
+
+def _div(ctx, eqn, x, y):
+    if is_integer_dtype(_in(eqn).dtype):
+        return _zero_safe(ctx, eqn, x, y, hlo.DivOp)   # stablehlo.divide truncates toward zero
+    return hlo.DivOp(x, y).result
+
+
+def _rem(ctx, eqn, x, y):
+    if is_integer_dtype(_in(eqn).dtype):
+        return _zero_safe(ctx, eqn, x, y, hlo.RemOp)   # C fmod semantics, like np.fmod
+    return hlo.RemOp(x, y).result
+
+
+def _pow(ctx, eqn, x, y):
+    dt = _in(eqn).dtype
+    if is_integer_dtype(dt):
+        zero = ctx.broadcast_scalar_like(ctx.constant(0, dt), x)
+        neg = ctx.compare(y, zero, "LT", dt)
+        p = hlo.PowOp(x, hlo.MaxOp(y, zero).result).result
+        return hlo.SelectOp(neg, zero, p).result
+    return hlo.PowOp(x, y).result
+
+
+_binary(P.div_p, _div)
+_binary(P.rem_p, _rem)
+_binary(P.pow_p, _pow)
+
+
+def _cmp(direction):
+    def fn(ctx, eqn, x, y):
+        return ctx.compare(x, y, direction, _in(eqn).dtype)
+    return fn
+
+
+for _p, _d in [(P.eq_p, "EQ"), (P.ne_p, "NE"), (P.lt_p, "LT"), (P.le_p, "LE"), (P.gt_p, "GT"), (P.ge_p, "GE")]:
+    _binary(_p, _cmp(_d))
+
+
+@register_lowering(P.integer_pow_p)
+def _integer_pow(ctx, eqn, x, *, y):
+    a = _in(eqn)
+    one = ctx.broadcast_scalar_like(ctx.constant(1, a.dtype), x)
+    if y == 0:
+        return one
+    n = abs(y)
+    acc = None
+    base = x
+    while n:          # square-and-multiply
+        if n & 1:
+            acc = base if acc is None else hlo.MulOp(acc, base).result
+        n >>= 1
+        if n:
+            base = hlo.MulOp(base, base).result
+    if y < 0:
+        acc = hlo.DivOp(one, acc).result
+    return acc
+
+
+@register_lowering(P.select_n_p)
+def _select_n(ctx, eqn, which, *cases):
+    w = _in(eqn)
+    if len(cases) == 1:
+        return cases[0]
+    if w.dtype == _BOOL:
+        if len(cases) != 2:
+            raise ValueError("select_n with a bool predicate needs exactly two cases")
+        return hlo.SelectOp(which, cases[1], cases[0]).result
+    # integer predicate: chain of selects, out-of-range indices take the last case
+    out = cases[-1]
+    for i in range(len(cases) - 2, -1, -1):
+        k = ctx.broadcast_scalar_like(ctx.constant(i, w.dtype), which)
+        out = hlo.SelectOp(ctx.compare(which, k, "EQ", w.dtype), cases[i], out).result
+    return out
+
+
+@register_lowering(P.convert_element_type_p)
+def _convert(ctx, eqn, x, *, new_dtype, weak_type=False):
+    src, dst = _in(eqn), _out(eqn)
+    if src.dtype == dst.dtype:
+        return x
+    if dst.dtype == _BOOL:        # astype(bool) is x != 0 (NaN -> True)
+        zero = ctx.broadcast_scalar_like(ctx.constant(0, src.dtype), x)
+        return ctx.compare(x, zero, "NE", src.dtype)
+    if is_float_dtype(src.dtype) and is_integer_dtype(dst.dtype):
+        # truncate toward zero, NaN -> 0, saturate at the integer range (as the impl does)
+        info = np.iinfo(dst.dtype)
+        zero = ctx.broadcast_scalar_like(ctx.constant(0, src.dtype), x)
+        nan = ctx.compare(x, x, "NE", src.dtype)
+        x = hlo.SelectOp(nan, zero, x).result
+        lo = ctx.convert(ctx.constant(info.min, dst.dtype), src.dtype)
+        hi_exact = float(info.max)
+        out = ctx.convert(hlo.ClampOp(lo, x, ctx.constant(hi_exact, src.dtype)).result, dst.dtype)
+        if float(np.asarray(hi_exact, src.dtype)) >= 2.0 ** (8 * dst.dtype.itemsize - 1):
+            # float(max) rounds up past the range: map x >= 2**(bits-1) to max explicitly
+            big = ctx.broadcast_scalar_like(ctx.constant(hi_exact, src.dtype), x)
+            too_big = ctx.compare(x, big, "GE", src.dtype)
+            out = hlo.SelectOp(too_big, ctx.broadcast_scalar_like(ctx.constant(info.max, dst.dtype), x),
+                               out).result
+        return out
+    return ctx.convert(x, dst.dtype)
+
+
+# ----------------------------------------------------------------------------------------------
+# Shapes
+# ----------------------------------------------------------------------------------------------
+
+@register_lowering(P.broadcast_in_dim_p)
+def _broadcast_in_dim(ctx, eqn, x, *dyn, shape, broadcast_dimensions):
+    return ctx.broadcast(x, _out(eqn).shape, broadcast_dimensions)
+
+
+@register_lowering(P.iota_p)
+def _iota(ctx, eqn, *dyn, dtype, shape, dimension):
+    out = _out(eqn)
+    return ctx.iota(out.dtype, out.shape, dimension)
+
+
+@register_lowering(P.reshape_p)
+def _reshape(ctx, eqn, x, *dyn, new_sizes, dimensions=None):
+    if dimensions is not None and tuple(dimensions) != tuple(range(len(dimensions))):
+        x = hlo.TransposeOp(x, list(dimensions)).result
+    return ctx.reshape(x, _out(eqn).shape)
+
+
+@register_lowering(P.transpose_p)
+def _transpose(ctx, eqn, x, *, permutation):
+    return hlo.TransposeOp(x, list(permutation)).result
+
+
+@register_lowering(P.squeeze_p)
+def _squeeze(ctx, eqn, x, *, dimensions):
+    return ctx.reshape(x, _out(eqn).shape)
+
+
+@register_lowering(P.rev_p)
+def _rev(ctx, eqn, x, *, dimensions):
+    if not dimensions:
+        return x
+    return hlo.ReverseOp(x, list(dimensions)).result
+
+
+# ----------------------------------------------------------------------------------------------
+# Reductions
+# ----------------------------------------------------------------------------------------------
+
+def reduce(ctx: LoweringContext, operands: Sequence[ir.Value], inits: Sequence[ir.Value], axes: Sequence[int],
+           body: Callable, result_types: Sequence[ir.Type]) -> List[ir.Value]:
+    """``stablehlo.reduce`` of ``operands`` over ``axes``; ``body(accs, xs) -> values`` builds
+    the reducer from the rank-0 block arguments."""
+    op = hlo.ReduceOp(list(result_types), list(operands), list(inits), list(axes))
+    st = [_scalar_type(x) for x in operands]
+    block = op.body.blocks.append(*(st + st))
+    n = len(operands)
+    with ir.InsertionPoint(block):
+        hlo.ReturnOp(list(body(list(block.arguments)[:n], list(block.arguments)[n:])))
+    return list(op.results)
+
+
+def _identity(name, dtype):
+    dt = np.dtype(dtype)
+    if name == "sum":
+        return False if dt == _BOOL else 0
+    if name == "prod":
+        return True if dt == _BOOL else 1
+    if dt == _BOOL:
+        return name == "min"
+    if is_float_dtype(dt):
+        return -np.inf if name == "max" else np.inf
+    info = np.iinfo(dt)
+    return info.min if name == "max" else info.max
+
+
+_REDUCERS = {
+    "sum": (hlo.OrOp, hlo.AddOp), "prod": (hlo.AndOp, hlo.MulOp),
+    "max": (hlo.OrOp, hlo.MaxOp), "min": (hlo.AndOp, hlo.MinOp),
+}
+
+
+def _reduction(prim, name):
+    def rule(ctx, eqn, x, *, axes):
+        a = _in(eqn)
+        if not axes:
+            return x
+        bool_op, op = _REDUCERS[name]
+        op = bool_op if a.dtype == _BOOL else op
+        init = ctx.constant(_identity(name, a.dtype), a.dtype)
+        return reduce(ctx, [x], [init], sorted(axes), lambda acc, xs: [op(acc[0], xs[0]).result],
+                      [ctx.ir_type(_out(eqn))])[0]
+    register_lowering(prim, rule)
+
+
+_reduction(P.reduce_sum_p, "sum")
+_reduction(P.reduce_prod_p, "prod")
+_reduction(P.reduce_max_p, "max")
+_reduction(P.reduce_min_p, "min")
+
+
+def _argminmax(prim, direction):
+    def rule(ctx, eqn, x, *, axes, index_dtype):
+        a, out = _in(eqn), _out(eqn)
+        (axis,) = axes
+        dt = a.dtype
+        idt = out.dtype
+        idx = ctx.iota(idt, a.shape, axis)
+        is_float = is_float_dtype(dt)
+        init_v = ctx.constant(_identity("max" if direction == "GT" else "min", dt), dt)
+        init_i = ctx.constant(np.iinfo(idt).max, idt)
+
+        def body(acc, xs):
+            av, ai = acc
+            bv, bi = xs
+            better = ctx.compare(bv, av, direction, dt)
+            if is_float:   # NaN wins (first NaN), as in numpy
+                b_nan = ctx.compare(bv, bv, "NE", dt)
+                a_nan = ctx.compare(av, av, "NE", dt)
+                better = hlo.OrOp(better, hlo.AndOp(b_nan, hlo.NotOp(a_nan).result).result).result
+                tie = hlo.OrOp(ctx.compare(bv, av, "EQ", dt), hlo.AndOp(a_nan, b_nan).result).result
+            else:
+                tie = ctx.compare(bv, av, "EQ", dt)
+            first = ctx.compare(bi, ai, "LT", idt)
+            take_b = hlo.OrOp(better, hlo.AndOp(tie, first).result).result
+            return [hlo.SelectOp(take_b, bv, av).result, hlo.SelectOp(take_b, bi, ai).result]
+        vt = tensor_type(out.shape, dt)
+        return reduce(ctx, [x, idx], [init_v, init_i], [axis], body, [vt, ctx.ir_type(out)])[1]
+    register_lowering(prim, rule)
+
+
+_argminmax(P.argmax_p, "GT")
+_argminmax(P.argmin_p, "LT")
+
+
+@register_lowering(P.cumsum_p)
+def _cumsum(ctx, eqn, x, *, axis, reverse=False):
+    a = _in(eqn)
+    if a.dtype == _BOOL:   # cumsum with dtype=bool is a running "or"
+        xi = ctx.convert(x, np.int32)
+        s = _cumsum_value(ctx, xi, a.update(dtype=np.int32), axis, reverse)
+        zero = ctx.broadcast_scalar_like(ctx.constant(0, np.int32), s)
+        return ctx.compare(s, zero, "NE", np.int32)
+    return _cumsum_value(ctx, x, a, axis, reverse)
+
+
+def _cumsum_value(ctx, x, a, axis, reverse):
+    if reverse:
+        x = hlo.ReverseOp(x, [axis]).result
+    n = a.shape[axis]
+    if isinstance(n, int):
+        out = _cumsum_static(ctx, x, a, axis, n)
+    else:
+        out = _cumsum_dynamic(ctx, x, a, axis)
+    if reverse:
+        out = hlo.ReverseOp(out, [axis]).result
+    return out
+
+
+def _cumsum_static(ctx, x, a, axis, n):
+    """Static axis length: ``reduce_window`` with a window of the whole axis, padded low."""
+    if n <= 1:
+        return x
+    r = a.ndim
+    window = [1] * r
+    window[axis] = n
+    padding = np.zeros((r, 2), dtype=np.int64)
+    padding[axis, 0] = n - 1
+    init = ctx.constant(0, a.dtype)
+    t = ctx.ir_type(a)
+    op = hlo.ReduceWindowOp([t], [x], [init], window, window_strides=[1] * r,
+                            padding=ir.DenseIntElementsAttr.get(padding, type=tensor_type((r, 2), _I64)))
+    st = _scalar_type(x)
+    block = op.body.blocks.append(st, st)
+    with ir.InsertionPoint(block):
+        hlo.ReturnOp([hlo.AddOp(block.arguments[0], block.arguments[1]).result])
+    return op.results[0]
+
+
+def _cumsum_dynamic(ctx, x, a, axis):
+    """Dynamic axis length n: a Hillis-Steele scan in a ``stablehlo.while`` (ceil(log2 n)
+    steps). Step s adds x shifted by s along the axis, taken with an element-wise ``gather``
+    (static slice sizes of 1) from x padded with one zero in front. Every carried value
+    keeps its shape, so the loop refines to static shapes after specialization."""
+    r = a.ndim
+    dims = ctx.dim_values(x)          # from the value: refines inside loop bodies too
+    n = ctx.dim_value(dims[axis])
+    # coordinates: coords[..., j] = index along axis j (axis coordinate filled in per step)
+    cdims = dims + [1]
+    coords = [ctx.iota(_I64, cdims, j) for j in range(r)]
+    pos1 = hlo.AddOp(coords[axis], ctx.broadcast_scalar(ctx.constant(1, _I64), cdims)).result  # i + 1
+    shift = ctx.broadcast_scalar(ctx.constant(1, _I64), cdims)
+    s0 = ctx.constant(1, _I64)
+    go0 = ctx.compare(s0, n, "LT", _I64)
+    before = coords[:axis]
+    after = coords[axis + 1:]
+    # The loop test is a carried flag: a plain `s < n` on carried values trips an XLA check
+    # in WhileLoopTripCountAnnotator (it expects a constant bound once it matches the pattern).
+    state = [x, shift, s0, n, go0, pos1] + before + after
+    types = [v.type for v in state]
+    w = hlo.WhileOp(types, state)
+    cblock = w.cond.blocks.append(*types)
+    with ir.InsertionPoint(cblock):
+        hlo.ReturnOp([cblock.arguments[4]])
+    bblock = w.body.blocks.append(*types)
+    with ir.InsertionPoint(bblock):
+        xv, sh, s, nn, _, p1 = list(bblock.arguments)[:6]
+        rest = list(bblock.arguments)[6:]
+        bef, aft = rest[:len(before)], rest[len(before):]
+        zero = ctx.constant(0, a.dtype)
+        # one zero in front along the axis; one extra row at the end of every other axis so
+        # that no operand dim is 0 (a size-1 gather slice must fit even when the array is empty)
+        low = [1 if i == axis else 0 for i in range(r)]
+        high = [0 if i == axis else 1 for i in range(r)]
+        padded = hlo.PadOp(xv, zero, low, high, [0] * r,
+                           results=[tensor_type([d + 1 if isinstance(d, int) else None for d in dims],
+                                                a.dtype)]).result
+        # index into padded: max(i + 1 - s, 0); 0 is the zero in front
+        k = hlo.ClampOp(ctx.constant(0, _I64), hlo.SubtractOp(p1, sh).result,
+                        ctx.constant(np.iinfo(np.int64).max, _I64)).result
+        indices = hlo.ConcatenateOp(bef + [k] + aft, r).result
+        dn = hlo.GatherDimensionNumbers.get(offset_dims=[], collapsed_slice_dims=list(range(r)),
+                                            operand_batching_dims=[], start_indices_batching_dims=[],
+                                            start_index_map=list(range(r)), index_vector_dim=r)
+        g = hlo.GatherOp(padded, indices, dn, [1] * r).result
+        g = ctx.cast(g, xv.type) if g.type != xv.type else g
+        new_x = hlo.AddOp(xv, g).result
+        s2 = hlo.AddOp(s, s).result
+        hlo.ReturnOp([new_x, hlo.AddOp(sh, sh).result, s2, nn, ctx.compare(s2, nn, "LT", _I64), p1] + rest)
+    return w.results[0]
+
+
+@register_lowering(P.sort_p)
+def _sort(ctx, eqn, *operands, dimension, num_keys):
+    avs = [v.aval for v in eqn.invars]
+    types = [ctx.ir_type(v.aval) for v in eqn.outvars]
+    op = hlo.SortOp(types, list(operands), dimension=dimension, is_stable=True)
+    st = [_scalar_type(x) for x in operands]
+    block = op.comparator.blocks.append(*[t for s in st for t in (s, s)])
+    with ir.InsertionPoint(block):
+        args = list(block.arguments)
+        # lexicographic "less than" over the keys; floats in total order (NaN last, like numpy)
+        result = None
+        for k in reversed(range(num_keys)):
+            lhs, rhs = args[2 * k], args[2 * k + 1]
+            dt = avs[k].dtype
+            lt = ctx.compare(lhs, rhs, "LT", dt, total_order=True)
+            if result is None:
+                result = lt
+            else:
+                eq = ctx.compare(lhs, rhs, "EQ", dt, total_order=True)
+                result = hlo.OrOp(lt, hlo.AndOp(eq, result).result).result
+        hlo.ReturnOp([result])
+    return list(op.results)
+
+
+# ----------------------------------------------------------------------------------------------
+# Linear algebra
+# ----------------------------------------------------------------------------------------------
+
+@register_lowering(P.dot_general_p)
+def _dot_general(ctx, eqn, x, y, *, dimension_numbers, preferred_element_type=None):
+    (lc, rc), (lb, rb) = dimension_numbers
+    out = _out(eqn)
+    in_dt = _in(eqn).dtype
+    compute_dt = out.dtype
+    if compute_dt == _BOOL:
+        compute_dt = np.dtype(np.int32)
+    x = ctx.convert(x, compute_dt)
+    y = ctx.convert(y, compute_dt)
+    dn = hlo.DotDimensionNumbers.get(lhs_batching_dimensions=list(lb), rhs_batching_dimensions=list(rb),
+                                     lhs_contracting_dimensions=list(lc), rhs_contracting_dimensions=list(rc))
+    res = hlo.DotGeneralOp(tensor_type(out.shape, compute_dt), x, y, dn).result
+    if out.dtype == _BOOL:
+        zero = ctx.broadcast_scalar_like(ctx.constant(0, compute_dt), res)
+        res = ctx.compare(res, zero, "NE", compute_dt)
+    del in_dt
+    return res
+
+
+# ----------------------------------------------------------------------------------------------
+# Slicing, concatenation, padding
+# ----------------------------------------------------------------------------------------------
+
+@register_lowering(P.slice_p)
+def _slice(ctx, eqn, x, *, start_indices, limit_indices, strides=None):
+    a = _in(eqn)
+    strides = tuple(strides or (1,) * a.ndim)
+    limits = [a.shape[i] if l is None else l for i, l in enumerate(limit_indices)]
+    if is_static(a.shape):
+        return hlo.SliceOp(x, list(start_indices), [int(l) for l in limits], list(strides)).result
+    return hlo.RealDynamicSliceOp(ctx.ir_type(_out(eqn)), x, ctx.shape_tensor(start_indices),
+                                  ctx.shape_tensor(limits), ctx.shape_tensor(strides)).result
+
+
+def _index_values(ctx, values):
+    return [ctx.convert(v, _I64) for v in values]
+
+
+@register_lowering(P.dynamic_slice_p)
+def _dynamic_slice(ctx, eqn, x, *operands, slice_sizes):
+    a, out = _in(eqn), _out(eqn)
+    n = a.ndim
+    starts = _index_values(ctx, operands[:n])
+    if is_static(out.shape):
+        # stablehlo.dynamic_slice clamps the starts so that the slice fits, like the impl
+        return hlo.DynamicSliceOp(x, starts, [int(s) for s in out.shape]).result
+    # Dynamic sizes. real_dynamic_slice only refines when its starts are constants too, and
+    # starts are usually run-time values; dynamic_gather takes the sizes as an operand (it
+    # becomes a static gather once they are constants), and gather clamps the start so the
+    # slice fits, exactly like dynamic_slice and the impl.
+    start_vec = ctx.shape_tensor(starts)
+    dn = hlo.GatherDimensionNumbers.get(offset_dims=list(range(n)), collapsed_slice_dims=[],
+                                        operand_batching_dims=[], start_indices_batching_dims=[],
+                                        start_index_map=list(range(n)), index_vector_dim=0)
+    return hlo.DynamicGatherOp(x, start_vec, ctx.shape_tensor(out.shape), dn,
+                               results=[ctx.ir_type(out)]).result
+
+
+@register_lowering(P.dynamic_update_slice_p)
+def _dynamic_update_slice(ctx, eqn, x, update, *starts):
+    # stablehlo.dynamic_update_slice clamps the starts, like the impl
+    return hlo.DynamicUpdateSliceOp(x, update, _index_values(ctx, starts)).result
+
+
+@register_lowering(P.concatenate_p)
+def _concatenate(ctx, eqn, *operands, dimension, num_operands):
+    xs = list(operands[:num_operands])
+    if len(xs) == 1:
+        return xs[0]
+    return hlo.ConcatenateOp(xs, dimension, results=[ctx.ir_type(_out(eqn))]).result
+
+
+@register_lowering(P.pad_p)
+def _pad(ctx, eqn, x, padding_value, *, padding_config):
+    lo = [int(c[0]) for c in padding_config]
+    hi = [int(c[1]) for c in padding_config]
+    interior = [int(c[2]) for c in padding_config]
+    return hlo.PadOp(x, padding_value, lo, hi, interior, results=[ctx.ir_type(_out(eqn))]).result
