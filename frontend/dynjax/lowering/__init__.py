@@ -17,3 +17,4 @@ from .core import (LoweringError, lower_jaxpr, lower_jaxpr_into, lowering_rules,
                    module_text, register_lowering)
 from . import rules  # noqa: F401  (registers the rules of dynjax.lax.primitives)
 from .rules import reduce  # noqa: F401
+from . import control_flow  # noqa: F401  (registers for_loop / while_loop / cond / scan)

@@ -48,13 +48,11 @@ def _for_loop(ctx, eqn, *args, body_jaxpr, body_nconsts, nimplicit, apply_revers
     consts, (lower, upper, step, _), carries = args[:nc], args[nc:nc + 4], args[nc + 4:]
     body_types = [ir_type(v.aval) for v in body_jaxpr.invars]
     carry_types = [_scalar_i64()] * 3 + body_types[:nc] + body_types[nc + 1:]
-    zero = ctx.constant(0, _I64)
-
     def cond_fn(c, a):
         i, up, st = a[:3]
         up_cond = c.compare(i, up, "LT")
         down_cond = c.compare(i, up, "GT")
-        positive = c.compare(st, zero if False else c.constant(0, _I64), "GT")
+        positive = c.compare(st, c.constant(0, _I64), "GT")
         return hlo.SelectOp(positive, up_cond, down_cond).result
 
     def body_fn(c, a):
@@ -63,7 +61,6 @@ def _for_loop(ctx, eqn, *args, body_jaxpr, body_nconsts, nimplicit, apply_revers
         outs = c.lower_jaxpr(body_jaxpr, list(cs) + [i] + list(rest))
         return [hlo.AddOp(i, st).result, up, st] + list(cs) + list(outs)
 
-    del zero
     res = _while(ctx, carry_types, [lower, upper, step] + list(consts) + list(carries), cond_fn, body_fn)
     return res[3 + nc:]
 
