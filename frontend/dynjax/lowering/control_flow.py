@@ -111,11 +111,15 @@ def _scan(ctx, eqn, *args, jaxpr, num_consts, num_carry, nimplicit, reverse, pre
     body_types = [ir_type(v.aval) for v in jaxpr.invars]
     ys_vars = eqn.outvars[num_carry:]
     ys_types = [ir_type(v.aval) for v in ys_vars]
-    ys_init = [ctx.full(0, v.aval.dtype, v.aval.shape) for v in ys_vars]
+    # A scan of length 0 never runs its body, but the body's row slices and updates must
+    # still be valid ops: give xs and the ys buffers one spare row.
+    xs = [_pad_one_row(ctx, x) for x in xs]
+    n_plus_1 = hlo.AddOp(ctx.dim_value(length), ctx.constant(1, _I64)).result
     xs_types = [x.type for x in xs]
+    ys_init = [ctx.full(0, v.aval.dtype, [n_plus_1] + list(v.aval.shape[1:])) for v in ys_vars]
+    ys_buf_types = [ir.RankedTensorType(y.type) for y in ys_init]
     carry_types = ([_scalar_i64(), _scalar_i64()] + body_types[:nc] + body_types[nc:nc + num_carry]
-                   + xs_types + ys_types)
-    x_vars = jaxpr.invars[nc + num_carry:]
+                   + xs_types + ys_buf_types)
 
     def cond_fn(c, a):
         return c.compare(a[0], a[1], "LT")
@@ -127,13 +131,7 @@ def _scan(ctx, eqn, *args, jaxpr, num_consts, num_carry, nimplicit, reverse, pre
         xs_ = a[2 + nc + num_carry:2 + nc + num_carry + len(xs)]
         ys_ = a[2 + nc + num_carry + len(xs):]
         pos = hlo.SubtractOp(hlo.SubtractOp(n, t).result, c.constant(1, _I64)).result if reverse else t
-        slices = []
-        for xv, x in zip(x_vars, xs_):
-            rank = ir.RankedTensorType(x.type).rank
-            zeros = [c.constant(0, _I64)] * (rank - 1)
-            sizes = [1] + list(c.dim_values(x))[1:]
-            sl = _dynamic_slice(c, x, [pos] + zeros, sizes)
-            slices.append(c.reshape(sl, sizes[1:]))
+        slices = [_take_row(c, x, pos) for x in xs_]
         outs = c.lower_jaxpr(jaxpr, list(cs) + list(cr) + slices)
         new_carry, ys_out = outs[:num_carry], outs[num_carry:]
         new_ys = []
@@ -148,20 +146,46 @@ def _scan(ctx, eqn, *args, jaxpr, num_consts, num_carry, nimplicit, reverse, pre
     res = _while(ctx, carry_types, [ctx.constant(0, _I64), length] + list(consts) + list(carries)
                  + list(xs) + ys_init, cond_fn, body_fn)
     k = 2 + nc
-    return res[k:k + num_carry] + res[k + num_carry + len(xs):]
+    ys = [_leading_rows(ctx, buf, length, v.aval, t)
+          for buf, v, t in zip(res[k + num_carry + len(xs):], ys_vars, ys_types)]
+    return res[k:k + num_carry] + ys
 
 
-def _dynamic_slice(c: LoweringContext, x: ir.Value, starts: Sequence[ir.Value], sizes) -> ir.Value:
-    """``stablehlo.dynamic_slice`` when sizes are static, ``real_dynamic_slice`` otherwise."""
-    et = ir.RankedTensorType(x.type).element_type
-    if all(isinstance(s, (int, np.integer)) for s in sizes):
-        t = ir.RankedTensorType.get([int(s) for s in sizes], et)
-        return hlo.DynamicSliceOp(t, x, list(starts), [int(s) for s in sizes]).result
-    dyn = ir.ShapedType.get_dynamic_size()
-    t = ir.RankedTensorType.get([int(s) if isinstance(s, (int, np.integer)) else dyn for s in sizes], et)
-    t1 = tensor_type((1,), _I64)
-    start_t = hlo.ConcatenateOp([hlo.ReshapeOp(t1, s).result for s in starts], 0).result
-    size_t = c.shape_tensor(sizes)
-    limit_t = hlo.AddOp(start_t, size_t).result
-    ones = c.constant(np.ones(len(sizes), np.int64), _I64)
-    return hlo.RealDynamicSliceOp(t, x, start_t, limit_t, ones).result
+def _leading_rows(c: LoweringContext, buf: ir.Value, n: ir.Value, aval, result_type) -> ir.Value:
+    """``buf[:n]`` (``real_dynamic_slice`` with constant starts, which refines)."""
+    rank = len(aval.shape)
+    start = c.constant(np.zeros(rank, np.int64), _I64)
+    limit = c.shape_tensor([n] + list(c.dim_values(buf))[1:])
+    strides = c.constant(np.ones(rank, np.int64), _I64)
+    return hlo.RealDynamicSliceOp(result_type, buf, start, limit, strides).result
+
+
+def _pad_one_row(c: LoweringContext, x: ir.Value) -> ir.Value:
+    """``x`` with one extra (zero) row when its leading dim may be 0."""
+    t = ir.RankedTensorType(x.type)
+    if not t.is_dynamic_dim(0) and t.get_dim_size(0) > 0:
+        return x
+    zero = hlo.ConvertOp(ir.RankedTensorType.get([], t.element_type), c.constant(0, _I32)).result
+    rank = t.rank
+    return hlo.PadOp(x, zero, [0] * rank, [1] + [0] * (rank - 1), [0] * rank).result
+
+
+def _take_row(c: LoweringContext, x: ir.Value, pos: ir.Value) -> ir.Value:
+    """``x[pos]`` for a run-time ``pos``: a ``dynamic_slice`` of one row (``dynamic_gather``
+    when other dims are dynamic, which refines to a static gather), then a reshape."""
+    t = ir.RankedTensorType(x.type)
+    rank = t.rank
+    dims = list(c.dim_values(x))[1:]
+    zeros = [c.constant(0, _I64)] * (rank - 1)
+    if all(isinstance(d, (int, np.integer)) for d in dims):
+        row = hlo.DynamicSliceOp(x, [pos] + zeros, [1] + [int(d) for d in dims]).result
+    else:
+        dn = hlo.GatherDimensionNumbers.get(offset_dims=list(range(rank)), collapsed_slice_dims=[],
+                                            operand_batching_dims=[], start_indices_batching_dims=[],
+                                            start_index_map=list(range(rank)), index_vector_dim=0)
+        dyn = ir.ShapedType.get_dynamic_size()
+        rt = ir.RankedTensorType.get([1] + [int(d) if isinstance(d, (int, np.integer)) else dyn for d in dims],
+                                     t.element_type)
+        row = hlo.DynamicGatherOp(x, c.shape_tensor([pos] + zeros), c.shape_tensor([1] + dims), dn,
+                                  results=[rt]).result
+    return c.reshape(row, dims)
