@@ -526,11 +526,13 @@ def test_pad():
 # the API for nested lowering (what control-flow rules use)
 # ------------------------------------------------------------------------------------------------
 
-def test_nested_lowering_inside_a_while_region():
+@pytest.mark.parametrize("dim_from", ["outer", "dims_from_shapes", "block_arg"])
+def test_nested_lowering_inside_a_while_region(dim_from):
     """A body jaxpr lowered inside stablehlo.while with block arguments as its invars."""
     from jaxlib.mlir.dialects import func, stablehlo as hlo
     from dynjax.lowering import get_mlir_context
-    body = dynjax.make_jaxpr(lambda i, x: (i + 1, x * 2.0 + 1.0), abstracted_axes=(None, {0: "n"}))(0, np.ones(3))
+    body = dynjax.make_jaxpr(lambda i, x: (i + 1, x * 2.0 + jnp.ones(x.shape[0])),
+                             abstracted_axes=(None, {0: "n"}))(0, np.ones(3))
     outer = dynjax.make_jaxpr(lambda x: x, abstracted_axes={0: "n"})(np.ones(3))
     ctx_m = get_mlir_context()
     with ctx_m, ir.Location.unknown():
@@ -554,12 +556,19 @@ def test_nested_lowering_inside_a_while_region():
                 # body invars: implicit n, then i, then x:f64[n]. The loop-invariant dim is
                 # bound to the OUTER value (a constant after specialization), not the block
                 # argument, so shape ops in the body refine.
-                outs = lower_jaxpr_into(ctx, body, [n, bb.arguments[1], bb.arguments[2]])
+                dim = n if dim_from == "outer" else bb.arguments[0]
+                outs = lower_jaxpr_into(ctx, body, [dim, bb.arguments[1], bb.arguments[2]],
+                                        dims_from_shapes=dim_from == "dims_from_shapes")
                 # body outvars: (i+1, x*2+1)
                 hlo.ReturnOp([bb.arguments[0]] + outs)
             func.ReturnOp([w.results[2]])
         assert module.operation.verify()
         text = str(module)
+    if dim_from == "block_arg":
+        # a loop-carried dim is not a constant: jnp.ones(n) in the body cannot be refined
+        with pytest.raises(ValueError, match="dynamic_broadcast_in_dim"):
+            specialize(text, [None, static_type_string((2,), np.float64)], {0: 2})
+        return
     for n in (0, 1, 4):
         x = fvec(n)
         static = specialize(text, [None, static_type_string((n,), np.float64)], {0: n})

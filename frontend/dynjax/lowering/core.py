@@ -20,6 +20,7 @@ from typing import Callable, Dict, List, Optional, Sequence
 import numpy as np
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import func
+from jaxlib.mlir.dialects import stablehlo as hlo
 
 from ..core.jaxpr import ClosedJaxpr, Jaxpr, Literal
 from ..core.primitive import Primitive
@@ -44,7 +45,7 @@ def register_lowering(prim: Primitive, rule: Optional[Callable] = None):
 
 
 def lower_jaxpr_into(ctx: LoweringContext, jaxpr, args: Sequence[ir.Value],
-                     consts: Optional[Sequence] = None) -> List[ir.Value]:
+                     consts: Optional[Sequence] = None, *, dims_from_shapes: bool = False) -> List[ir.Value]:
     """Lower ``jaxpr``'s equations at the current insertion point and return its outputs.
 
     ``jaxpr`` is a ``Jaxpr`` or ``ClosedJaxpr``; ``args`` are the values of its invars (e.g.
@@ -52,6 +53,14 @@ def lower_jaxpr_into(ctx: LoweringContext, jaxpr, args: Sequence[ir.Value],
     numpy arrays (embedded as ``stablehlo.constant``). For a ``ClosedJaxpr`` they default to
     its consts. The equations are lowered in a fresh child scope of ``ctx``; the caller
     emits the terminator (``func.return`` / ``stablehlo.return``).
+
+    Shapes inside a region only become static at specialization if the dim values they are
+    built from do. A loop-carried block argument is never a constant, so for a loop body
+    either pass the *outer* value for a loop-invariant dim invar (values defined above a
+    ``stablehlo.while``/``if``/``case`` may be used inside it), or set
+    ``dims_from_shapes=True``: every invar that is a dim of a later array invar is then
+    bound to ``get_dimension_size`` of that array argument, which folds to a constant once
+    the array's type is refined.
     """
     if isinstance(jaxpr, ClosedJaxpr):
         if consts is None:
@@ -69,6 +78,14 @@ def lower_jaxpr_into(ctx: LoweringContext, jaxpr, args: Sequence[ir.Value],
         sub.bind(v, c)
     for v, a in zip(jaxpr.invars, args):
         sub.bind(v, a)
+    if dims_from_shapes:
+        invar_ids = {id(v) for v in jaxpr.invars}
+        done = set()
+        for v, a in zip(jaxpr.invars, args):
+            for i, d in enumerate(v.aval.shape):
+                if not isinstance(d, int) and id(d) in invar_ids and id(d) not in done:
+                    done.add(id(d))
+                    sub.bind(d, sub.dim_value(hlo.GetDimensionSizeOp(a, i).result))
     for eqn in jaxpr.eqns:
         _lower_eqn(sub, eqn)
     return [sub.read(v) for v in jaxpr.outvars]
