@@ -23,65 +23,62 @@ def _prod(dims):
     return s, sym
 
 
-def _multiply_dims(dims):
-    n = 1
-    for d in dims:
-        if isinstance(d, int) and d == 1:
-            continue
-        n = d if isinstance(n, int) and n == 1 else n * d
-    return n
+def _dim_product(static, syms):
+    """``static * prod(syms)`` as a dim: an int, or a traced integer (``mul`` equations)."""
+    if not syms or static == 0:
+        return static
+    n = syms[0]
+    for d in syms[1:]:
+        n = lax.mul(n, d)
+    return n if static == 1 else lax.mul(n, static)
 
 
-def _sym_equal(a, b):
-    return len(a) == len(b) and all(any(x is y for y in b) for x in a) and all(any(x is y for y in a) for x in b)
+def _cancel(xs, ys):
+    """Remove the symbolic factors common to ``xs`` and ``ys`` (by identity)."""
+    xs, rest = list(xs), []
+    for y in ys:
+        for j, x in enumerate(xs):
+            if x is y:
+                del xs[j]
+                break
+        else:
+            rest.append(y)
+    return xs, rest
 
 
 def reshape(a, newshape, order="C"):
-    """Reshape; one entry may be -1; entries may be static or traced sizes."""
+    """Reshape; one entry may be -1; entries may be static or traced sizes.
+
+    Sizes that are provably different are a ``TypeError`` at trace time; sizes the tracer
+    cannot compare (e.g. ``n * 2`` against another traced integer) are checked at run time.
+    """
     if order != "C":
         raise NotImplementedError("only C order reshapes are supported")
-    if isinstance(newshape, (int, np.integer, Tracer)):
+    if not isinstance(newshape, (tuple, list)):
         newshape = (newshape,)
     a = _as_array(a)
     av = typeof(a)
-    dims = []
-    minus = None
+    dims, minus = [], None
     for i, d in enumerate(newshape):
         if not isinstance(d, Tracer) and int(d) == -1:
             if minus is not None:
                 raise ValueError("reshape: can only specify one unknown dimension (-1)")
             minus = i
-            dims.append(-1)
-        else:
-            dims.append(canonicalize_dim(d, "reshape size"))
+        dims.append(d if minus == i else canonicalize_dim(d, "reshape size"))
     in_static, in_sym = _prod(av.shape)
-    known = [d for d in dims if not (isinstance(d, int) and d == -1)]
-    k_static, k_sym = _prod(known)
+    out_static, out_sym = _prod(d for i, d in enumerate(dims) if i != minus)
+    in_rest, out_rest = _cancel(in_sym, out_sym)
     if minus is not None:
-        # the missing dim: what is left after removing the known factors
-        rest_sym = list(in_sym)
-        leftover_known = []
-        for d in k_sym:
-            for j, e in enumerate(rest_sym):
-                if e is d:
-                    del rest_sym[j]
-                    break
-            else:
-                leftover_known.append(d)
-        if not rest_sym and not leftover_known:
-            if k_static == 0 or in_static % k_static:
-                raise TypeError(f"reshape: cannot reshape {describe_shapes(av)} into shape "
-                                f"{tuple(newshape)}")
-            dims[minus] = in_static // k_static
+        if not out_rest and out_static and in_static % out_static == 0:
+            dims[minus] = _dim_product(in_static // out_static, in_rest)
+        elif not in_rest and not out_rest:
+            raise TypeError(f"reshape: cannot reshape {describe_shapes(av)} into shape {_fmt_dims(dims)}")
         else:
-            total = _multiply_dims([in_static] + rest_sym)
-            denom = _multiply_dims([k_static] + leftover_known)
-            dims[minus] = canonicalize_dim(total // denom if not (isinstance(denom, int) and denom == 1) else total)
-    else:
-        o_static, o_sym = _prod(dims)
-        if not (in_static == o_static and _sym_equal(in_sym, o_sym)) and not (in_static == 0 == o_static):
-            raise TypeError(f"reshape: cannot reshape {describe_shapes(av)} into shape "
-                            f"{_fmt_dims(dims)}: the sizes are not known to be equal")
+            total, part = _dim_product(in_static, in_rest), _dim_product(out_static, out_rest)
+            dims[minus] = canonicalize_dim(lax.div(total, part))
+    elif not in_rest and not out_rest and in_static != out_static:
+        raise TypeError(f"reshape: cannot reshape {describe_shapes(av)} into shape {_fmt_dims(dims)}: "
+                        "the sizes differ")
     if len(dims) == av.ndim and all(same_dim(p, q) for p, q in zip(dims, av.shape)):
         return a
     return lax.reshape(a, dims)
