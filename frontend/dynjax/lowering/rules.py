@@ -236,7 +236,8 @@ def _transpose(ctx, eqn, x, *, permutation):
 
 @register_lowering(P.squeeze_p)
 def _squeeze(ctx, eqn, x, *, dimensions):
-    return ctx.reshape(x, _out(eqn).shape)
+    dims = ctx.dim_values(x)     # from the value, so this refines wherever x does
+    return ctx.reshape(x, [d for i, d in enumerate(dims) if i not in dimensions])
 
 
 @register_lowering(P.rev_p)
@@ -489,7 +490,8 @@ def _dot_general(ctx, eqn, x, y, *, dimension_numbers, preferred_element_type=No
 def _slice(ctx, eqn, x, *, start_indices, limit_indices, strides=None):
     a = _in(eqn)
     strides = tuple(strides or (1,) * a.ndim)
-    limits = [a.shape[i] if l is None else l for i, l in enumerate(limit_indices)]
+    dims = ctx.dim_values(x)
+    limits = [dims[i] if l is None else l for i, l in enumerate(limit_indices)]
     if is_static(a.shape):
         return hlo.SliceOp(x, list(start_indices), [int(l) for l in limits], list(strides)).result
     return hlo.RealDynamicSliceOp(ctx.ir_type(_out(eqn)), x, ctx.shape_tensor(start_indices),
