@@ -133,7 +133,7 @@ def _for_loop_impl(*operands, body_jaxpr, body_nconsts, nimplicit, apply_reverse
     while (i < upper) if step > 0 else (i > upper):
         carries = eval_jaxpr(body_jaxpr, [], *consts, np.int64(i), *carries)
         i += step
-    return carries
+    return [np.asarray(c) for c in carries]
 
 
 abstract_eval_rules[for_loop_p] = _for_loop_abstract
@@ -166,7 +166,7 @@ def _while_impl(*operands, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts, n
     cconsts, bconsts, carries = operands[:cc], operands[cc:cc + bc], list(operands[cc + bc:])
     while bool(eval_jaxpr(cond_jaxpr, [], *cconsts, *carries)[0]):
         carries = eval_jaxpr(body_jaxpr, [], *bconsts, *carries)
-    return carries
+    return [np.asarray(c) for c in carries]
 
 
 abstract_eval_rules[while_loop_p] = _while_abstract
@@ -201,7 +201,7 @@ def _cond_abstract(index, *operands, branches):
 
 def _cond_impl(index, *operands, branches):
     i = min(max(int(index), 0), len(branches) - 1)
-    return eval_jaxpr(branches[i], [], *operands)
+    return [np.asarray(x) for x in eval_jaxpr(branches[i], [], *operands)]
 
 
 abstract_eval_rules[cond_p] = _cond_abstract
@@ -282,7 +282,7 @@ def _scan_impl(*operands, jaxpr, num_consts, num_carry, nimplicit, reverse, pres
             in_pos = {id(v): i for i, v in enumerate(jaxpr.invars)}
             shape = [0] + [int(consts[in_pos[id(d)]]) if isinstance(d, Var) else int(d) for d in yv.aval.shape]
             stacked.append(np.zeros(shape, yv.aval.dtype))
-    return carries + stacked
+    return [np.asarray(c) for c in carries] + stacked
 
 
 abstract_eval_rules[scan_p] = _scan_abstract
