@@ -219,7 +219,7 @@ class QJIT:
         return tuple(args)
 
     def _lookup(self, args, kwargs) -> _Entry:
-        self._check_aot(args)
+        args = self._check_aot(args)
         akey = self._abstract_key(args, kwargs)
         entry = self._by_abstract.get(akey)
         if entry is None:
@@ -228,24 +228,30 @@ class QJIT:
         return entry
 
     def _check_aot(self, args):
+        """Check arguments against the annotations; returns them cast to the annotated dtypes."""
         if self._aot_leaves is None:
-            return
+            return args
+        args = list(args)
         for k, (ann, x) in enumerate(zip(self._aot_leaves, args)):
             if not isinstance(ann, ShapeDtypeStruct):
                 continue
-            aval = leaf_aval(x, f"argument {k}")
-            if aval.ndim != len(ann.shape):
-                raise TypeError(f"argument {k} ({self._param_name(k)}) has rank {aval.ndim}, but its "
+            if not isinstance(x, (np.ndarray, np.generic, list, tuple, int, float, bool)):
+                leaf_aval(x, f"argument {k}")  # raises the argument-type error
+            arr = np.asarray(x)
+            if arr.ndim != len(ann.shape):
+                raise TypeError(f"argument {k} ({self._param_name(k)}) has rank {arr.ndim}, but its "
                                 f"annotation {ann} has rank {len(ann.shape)}")
-            if not np.can_cast(aval.dtype, ann.dtype, "safe"):
-                raise TypeError(f"argument {k} ({self._param_name(k)}) has dtype {aval.dtype}, which "
+            if not np.can_cast(arr.dtype, ann.dtype, "safe"):
+                raise TypeError(f"argument {k} ({self._param_name(k)}) has dtype {arr.dtype}, which "
                                 f"cannot be cast safely to the annotated {ann.dtype}")
-            for ax, (d, want) in enumerate(zip(aval.shape, ann.shape)):
+            for ax, (d, want) in enumerate(zip(arr.shape, ann.shape)):
                 if want is not None and d != want:
-                    warnings.warn(f"argument {k} ({self._param_name(k)}) has shape {aval.shape}, which "
+                    warnings.warn(f"argument {k} ({self._param_name(k)}) has shape {arr.shape}, which "
                                   f"contradicts its annotation {ann.shape}; retracing", stacklevel=4)
                     self._aot_leaves = None
-                    return
+                    return tuple(args)
+            args[k] = np.asarray(x, dtype=ann.dtype)
+        return tuple(args)
 
     def _param_name(self, k):
         if self.signature is None:

@@ -43,6 +43,15 @@ class ShapeDtypeStruct:
 
 def leaf_aval(x, where: str) -> ShapedArray:
     """The (static) abstract value of a concrete argument leaf."""
+    try:
+        return _leaf_aval(x, where)
+    except TypeError as e:
+        if str(e).startswith(where):
+            raise
+        raise TypeError(f"{where}: {e}") from None
+
+
+def _leaf_aval(x, where: str) -> ShapedArray:
     if isinstance(x, ShapeDtypeStruct):
         return make_aval(tuple(0 if d is None else d for d in x.shape), x.dtype)
     if isinstance(x, (bool, np.bool_)):
