@@ -361,6 +361,7 @@ def _signature(fun):
 def qjit(fun: Optional[Callable] = None, *, static_argnums=None, static_argnames=None,
          abstracted_axes=None):
     """Compile ``fun`` with dynamic shapes; usable as ``@qjit`` or ``@qjit(...)``."""
+    @api_boundary
     def wrap(f):
         return QJIT(f, static_argnums, static_argnames, abstracted_axes)
     return wrap if fun is None else wrap(fun)

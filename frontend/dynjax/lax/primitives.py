@@ -200,10 +200,12 @@ select_n_p = define("select_n", _select_n_impl, _select_n_abstract)
 def _convert_impl(x, *, new_dtype, weak_type=False):
     x = _arr(x)
     if is_integer_dtype(new_dtype) and is_float_dtype(x.dtype):
+        # truncate toward zero, NaN -> 0, saturate at the integer range (as the lowering does)
+        info = np.iinfo(new_dtype)
         with np.errstate(all="ignore"):
-            x = np.trunc(x)
-            info = np.iinfo(new_dtype)
-            x = np.where(np.isnan(x), 0, np.clip(x, info.min, info.max))
+            hi, lo = x >= float(info.max), x <= float(info.min)
+            mid = np.where(hi | lo | np.isnan(x), 0, np.trunc(x)).astype(new_dtype)
+        return _arr(np.where(hi, info.max, np.where(lo, info.min, mid)), new_dtype)
     return _arr(x, new_dtype)
 
 
@@ -417,6 +419,8 @@ cumsum_p = define("cumsum", _cumsum_impl, _cumsum_abstract)
 
 def _sort_impl(*operands, dimension, num_keys):
     ops = [_arr(o) for o in operands]
+    if ops[0].size == 0:
+        return [o.copy() for o in ops]
     keys = ops[:num_keys]
     if num_keys == 1:
         k = keys[0]

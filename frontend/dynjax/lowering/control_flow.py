@@ -1,7 +1,8 @@
 """Lowering of the control-flow primitives to ``stablehlo.while`` and ``stablehlo.case``.
 
-Loops carry everything their body needs (constants included) through the while's
-operands, so regions only use their block arguments. Carried types come from the body
+Loop constants are used inside the regions directly (StableHLO regions may refer to values
+defined above them), so dims taken from constants refine to constants at specialization;
+only the loop state is carried through the while's operands. Carried types come from the body
 jaxpr's input types (``?`` wherever a dim is a variable), and values entering or leaving
 a region are cast to them; after specialization every type is static again, except for
 loops that resize their carried arrays, which the runtime drives from the host.
@@ -47,7 +48,8 @@ def _for_loop(ctx, eqn, *args, body_jaxpr, body_nconsts, nimplicit, apply_revers
     nc = body_nconsts
     consts, (lower, upper, step, _), carries = args[:nc], args[nc:nc + 4], args[nc + 4:]
     body_types = [ir_type(v.aval) for v in body_jaxpr.invars]
-    carry_types = [_scalar_i64()] * 3 + body_types[:nc] + body_types[nc + 1:]
+    carry_types = [_scalar_i64()] * 3 + body_types[nc + 1:]
+
     def cond_fn(c, a):
         i, up, st = a[:3]
         up_cond = c.compare(i, up, "LT")
@@ -57,32 +59,28 @@ def _for_loop(ctx, eqn, *args, body_jaxpr, body_nconsts, nimplicit, apply_revers
 
     def body_fn(c, a):
         i, up, st = a[:3]
-        cs, rest = a[3:3 + nc], a[3 + nc:]
-        outs = c.lower_jaxpr(body_jaxpr, list(cs) + [i] + list(rest))
-        return [hlo.AddOp(i, st).result, up, st] + list(cs) + list(outs)
+        outs = c.lower_jaxpr(body_jaxpr, list(consts) + [i] + list(a[3:]))
+        return [hlo.AddOp(i, st).result, up, st] + list(outs)
 
-    res = _while(ctx, carry_types, [lower, upper, step] + list(consts) + list(carries), cond_fn, body_fn)
-    return res[3 + nc:]
+    res = _while(ctx, carry_types, [lower, upper, step] + list(carries), cond_fn, body_fn)
+    return res[3:]
 
 
 @register_lowering(while_loop_p)
 def _while_loop(ctx, eqn, *args, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts, nimplicit,
                 preserve_dimensions):
     cc, bc = cond_nconsts, body_nconsts
-    cond_types = [ir_type(v.aval) for v in cond_jaxpr.invars[:cc]]
-    body_types = [ir_type(v.aval) for v in body_jaxpr.invars]
-    carry_types = cond_types + body_types
+    cconsts, bconsts, carries = args[:cc], args[cc:cc + bc], args[cc + bc:]
+    carry_types = [ir_type(v.aval) for v in body_jaxpr.invars[bc:]]
 
     def cond_fn(c, a):
-        (p,) = c.lower_jaxpr(cond_jaxpr, list(a[:cc]) + list(a[cc + bc:]))
+        (p,) = c.lower_jaxpr(cond_jaxpr, list(cconsts) + list(a))
         return p
 
     def body_fn(c, a):
-        outs = c.lower_jaxpr(body_jaxpr, list(a[cc:]))
-        return list(a[:cc + bc]) + list(outs)
+        return c.lower_jaxpr(body_jaxpr, list(bconsts) + list(a))
 
-    res = _while(ctx, carry_types, list(args), cond_fn, body_fn)
-    return res[cc + bc:]
+    return _while(ctx, carry_types, list(carries), cond_fn, body_fn)
 
 
 @register_lowering(cond_p)
@@ -118,21 +116,19 @@ def _scan(ctx, eqn, *args, jaxpr, num_consts, num_carry, nimplicit, reverse, pre
     xs_types = [x.type for x in xs]
     ys_init = [ctx.full(0, v.aval.dtype, [n_plus_1] + list(v.aval.shape[1:])) for v in ys_vars]
     ys_buf_types = [ir.RankedTensorType(y.type) for y in ys_init]
-    carry_types = ([_scalar_i64(), _scalar_i64()] + body_types[:nc] + body_types[nc:nc + num_carry]
-                   + xs_types + ys_buf_types)
+    carry_types = [_scalar_i64(), _scalar_i64()] + body_types[nc:nc + num_carry] + xs_types + ys_buf_types
 
     def cond_fn(c, a):
         return c.compare(a[0], a[1], "LT")
 
     def body_fn(c, a):
         t, n = a[0], a[1]
-        cs = a[2:2 + nc]
-        cr = a[2 + nc:2 + nc + num_carry]
-        xs_ = a[2 + nc + num_carry:2 + nc + num_carry + len(xs)]
-        ys_ = a[2 + nc + num_carry + len(xs):]
+        cr = a[2:2 + num_carry]
+        xs_ = a[2 + num_carry:2 + num_carry + len(xs)]
+        ys_ = a[2 + num_carry + len(xs):]
         pos = hlo.SubtractOp(hlo.SubtractOp(n, t).result, c.constant(1, _I64)).result if reverse else t
         slices = [_take_row(c, x, pos) for x in xs_]
-        outs = c.lower_jaxpr(jaxpr, list(cs) + list(cr) + slices)
+        outs = c.lower_jaxpr(jaxpr, list(consts) + list(cr) + slices)
         new_carry, ys_out = outs[:num_carry], outs[num_carry:]
         new_ys = []
         for buf, y in zip(ys_, ys_out):
@@ -141,11 +137,11 @@ def _scan(ctx, eqn, *args, jaxpr, num_consts, num_carry, nimplicit, reverse, pre
             zeros = [c.constant(0, _I64)] * len(dims)
             new_ys.append(hlo.DynamicUpdateSliceOp(buf, y1, [pos] + zeros).result)
         one = c.constant(1, _I64)
-        return [hlo.AddOp(t, one).result, n] + list(cs) + list(new_carry) + list(xs_) + new_ys
+        return [hlo.AddOp(t, one).result, n] + list(new_carry) + list(xs_) + new_ys
 
-    res = _while(ctx, carry_types, [ctx.constant(0, _I64), length] + list(consts) + list(carries)
-                 + list(xs) + ys_init, cond_fn, body_fn)
-    k = 2 + nc
+    res = _while(ctx, carry_types, [ctx.constant(0, _I64), length] + list(carries) + list(xs) + ys_init,
+                 cond_fn, body_fn)
+    k = 2
     ys = [_leading_rows(ctx, buf, length, v.aval, t)
           for buf, v, t in zip(res[k + num_carry + len(xs):], ys_vars, ys_types)]
     return res[k:k + num_carry] + ys
