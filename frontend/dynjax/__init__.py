@@ -3,6 +3,11 @@
 Pipeline: trace (``core``) -> jaxpr (``core.jaxpr``) -> lower (``lowering``) ->
 specialize (``mlir_passes``) -> compile and run (``runtime``). See doc/architecture.md.
 """
+import os as _os
+
+# jaxlib's XLA client logs INFO lines on start-up; keep user output clean unless asked for.
+_os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
+
 from .core.avals import (DBIdx, DShapedArray, InDBIdx, OutDBIdx, ShapedArray,  # noqa: F401
                          bool_, float32, float64, int32, int64)
 from .core.interpret import eval_jaxpr  # noqa: F401

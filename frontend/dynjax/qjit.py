@@ -24,7 +24,7 @@ import numpy as np
 
 from .core import pytree
 from .core.avals import canonical_dtype
-from .core.errors import api_boundary
+from .core.errors import api_boundary, user_stacklevel
 from .core.staging import JaxprTrace
 from .core.trace import current_trace
 from .execution.program import Program, Stats
@@ -228,29 +228,31 @@ class QJIT:
         return entry
 
     def _check_aot(self, args):
-        """Check arguments against the annotations; returns them cast to the annotated dtypes."""
+        """Check arguments against the annotations; returns them cast to the annotated dtypes.
+
+        A rank or unsafe-dtype mismatch is an error; different static sizes warn and
+        retrace (the annotation's dynamic axes stay dynamic)."""
         if self._aot_leaves is None:
             return args
         args = list(args)
         for k, (ann, x) in enumerate(zip(self._aot_leaves, args)):
+            where = f"argument {k} ({self._param_name(k)})"
             if not isinstance(ann, ShapeDtypeStruct):
+                args[k] = _cast_scalar(x, type(ann), where)
                 continue
             if not isinstance(x, (np.ndarray, np.generic, list, tuple, int, float, bool)):
                 leaf_aval(x, f"argument {k}")  # raises the argument-type error
             arr = np.asarray(x)
             if arr.ndim != len(ann.shape):
-                raise TypeError(f"argument {k} ({self._param_name(k)}) has rank {arr.ndim}, but its "
-                                f"annotation {ann} has rank {len(ann.shape)}")
+                raise TypeError(f"{where} has rank {arr.ndim}, but its annotation {ann} has rank "
+                                f"{len(ann.shape)}")
             if not np.can_cast(arr.dtype, ann.dtype, "safe"):
-                raise TypeError(f"argument {k} ({self._param_name(k)}) has dtype {arr.dtype}, which "
-                                f"cannot be cast safely to the annotated {ann.dtype}")
-            for ax, (d, want) in enumerate(zip(arr.shape, ann.shape)):
-                if want is not None and d != want:
-                    warnings.warn(f"argument {k} ({self._param_name(k)}) has shape {arr.shape}, which "
-                                  f"contradicts its annotation {ann.shape}; retracing", stacklevel=4)
-                    self._aot_leaves = None
-                    return tuple(args)
-            args[k] = np.asarray(x, dtype=ann.dtype)
+                raise TypeError(f"{where} has dtype {arr.dtype}, which cannot be cast safely to the "
+                                f"annotated {ann.dtype}")
+            if any(want is not None and d != want for d, want in zip(arr.shape, ann.shape)):
+                warnings.warn(f"{where} has shape {arr.shape}, which contradicts its annotation "
+                              f"{ann.shape}; retracing", stacklevel=user_stacklevel())
+            args[k] = arr.astype(ann.dtype, copy=False)
         return tuple(args)
 
     def _param_name(self, k):
@@ -341,6 +343,16 @@ class QJIT:
         return {"calls": self.calls, "traces": self.traces, "lowerings": s.lowerings,
                 "specializations": s.specializations, "compilations": s.compilations,
                 "disk_cache_hits": s.disk_hits, "host_steps": s.host_steps}
+
+
+def _cast_scalar(x, kind, where):
+    """A Python/numpy scalar cast to an annotated ``int``, ``float`` or ``bool``, safely."""
+    targets = {int: np.int64, float: np.float64, bool: np.bool_}
+    arr = np.asarray(x)
+    if arr.ndim != 0 or not np.can_cast(arr.dtype, targets[kind], "safe") or (
+            kind is not bool and arr.dtype == np.bool_):
+        raise TypeError(f"{where} is annotated {kind.__name__} but got {type(x).__name__} {x!r}")
+    return kind(arr)
 
 
 def _hashable(x, i):

@@ -96,6 +96,8 @@ def _axis_names(spec, ndim: int, where: str) -> Dict[int, Any]:
     if isinstance(spec, dict):
         out = {}
         for ax, name in spec.items():
+            if not isinstance(ax, (int, np.integer)):
+                raise TypeError(f"{where}: abstracted_axes dict keys are axis numbers, got {ax!r}")
             ax = int(ax)
             if ndim == 0:
                 continue  # a dict spec applies to array arguments only

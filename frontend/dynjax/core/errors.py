@@ -44,3 +44,13 @@ def api_boundary(fun):
                 raise
             raise e.with_traceback(tb)
     return wrapper
+
+
+def user_stacklevel() -> int:
+    """The ``stacklevel`` for ``warnings.warn`` that points at the caller's own code."""
+    import sys
+    level, f = 1, sys._getframe(1)
+    while f is not None and f.f_code.co_filename.startswith(_PACKAGE_DIR):
+        level += 1
+        f = f.f_back
+    return level
