@@ -229,3 +229,18 @@ def test_results_are_numpy_and_independent_of_inputs():
     x[:] = -1
     assert isinstance(y, np.ndarray)
     np.testing.assert_array_equal(y, np.arange(4.0))
+
+
+def test_resizing_loop_that_keeps_sizes_is_one_program():
+    @qjit
+    def f(sz: int):
+        a0 = jnp.ones([sz])
+
+        @for_loop(0, 10, 1, allow_array_resizing=True)
+        def loop(i, a):
+            return a * 2
+        b = loop(a0)
+        return b + jnp.ones(b.shape[0])
+
+    np.testing.assert_array_equal(f(3), np.full(3, 1025.0))
+    assert f.cache_info()["host_steps"] == 0 and f.cache_info()["compilations"] + f.cache_info()["disk_cache_hits"] == 1

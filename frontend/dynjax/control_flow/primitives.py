@@ -287,3 +287,57 @@ def _scan_impl(*operands, jaxpr, num_consts, num_carry, nimplicit, reverse, pres
 
 abstract_eval_rules[scan_p] = _scan_abstract
 impl_rules[scan_p] = _scan_impl
+
+
+# ----------------------------------------------------------------------------------------------
+# Structure shared by the planner and the lowering
+# ----------------------------------------------------------------------------------------------
+
+def passthrough_results(eqn):
+    """``[(result index, operand index)]`` for loop results equal to their initial operand
+    because the body passes that carried value through unchanged."""
+    p = eqn.params
+    if eqn.primitive is for_loop_p:
+        body, first_in, first_op = p["body_jaxpr"], p["body_nconsts"] + 1, p["body_nconsts"] + 4
+        ncarry = len(body.outvars)
+    elif eqn.primitive is while_loop_p:
+        body, first_in = p["body_jaxpr"], p["body_nconsts"]
+        first_op, ncarry = p["cond_nconsts"] + p["body_nconsts"], len(p["body_jaxpr"].outvars)
+    elif eqn.primitive is scan_p:
+        body, first_in, first_op, ncarry = p["jaxpr"], p["num_consts"], p["num_consts"] + 1, p["num_carry"]
+    else:
+        return []
+    return [(k, first_op + k) for k in range(ncarry) if body.outvars[k] is body.invars[first_in + k]]
+
+
+def fixed_inputs(eqn):
+    """For each nested jaxpr of ``eqn``: ``[(invar index, operand index)]`` for the invars whose
+    value is the same operand during the whole execution -- constants, and loop-carried
+    values the body passes through unchanged (e.g. dims that a resizing loop never resizes)."""
+    p = eqn.params
+
+    def loop(body, nconsts, carry_invar0, carry_operand0, ncarry):
+        pairs = [(k, k) for k in range(nconsts)]
+        for k in range(ncarry):
+            if body.outvars[k] is body.invars[carry_invar0 + k]:
+                pairs.append((carry_invar0 + k, carry_operand0 + k))
+        return pairs
+
+    if eqn.primitive is for_loop_p:
+        nc, body = p["body_nconsts"], p["body_jaxpr"]
+        return [loop(body, nc, nc + 1, nc + 4, len(body.outvars))]
+    if eqn.primitive is while_loop_p:
+        cc, bc, body = p["cond_nconsts"], p["body_nconsts"], p["body_jaxpr"]
+        body_pairs = [(k, cc + k) for k in range(bc)]
+        cond_pairs = [(k, k) for k in range(cc)]
+        for k in range(len(body.outvars)):
+            if body.outvars[k] is body.invars[bc + k]:
+                body_pairs.append((bc + k, cc + bc + k))
+                cond_pairs.append((cc + k, cc + bc + k))
+        return [cond_pairs, body_pairs]
+    if eqn.primitive is scan_p:
+        nc, body = p["num_consts"], p["jaxpr"]
+        return [loop(body, nc, nc, nc + 1, p["num_carry"])]
+    if eqn.primitive is cond_p:
+        return [[(k, k + 1) for k in range(len(eqn.invars) - 1)] for _ in p["branches"]]
+    return []

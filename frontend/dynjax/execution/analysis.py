@@ -16,6 +16,7 @@ from __future__ import annotations
 from typing import Dict, Iterable, List, Set
 
 from ..core.jaxpr import Jaxpr, Literal, Var
+from ..control_flow.primitives import fixed_inputs, passthrough_results
 from ..lax import primitives as P
 
 # scalar operations that shape refinement folds when their operands are constants
@@ -66,6 +67,10 @@ def foldable_vars(jaxpr: Jaxpr, foldable_inputs: Iterable[Var]) -> Set[int]:
         if eqn.primitive in _FOLDABLE and all(is_scalar(v) for v in eqn.outvars) and all(
                 isinstance(a, Literal) or id(a) in ok for a in eqn.invars):
             ok.update(id(v) for v in eqn.outvars)
+        for k, j in passthrough_results(eqn):
+            a = eqn.invars[j]
+            if isinstance(a, Literal) or id(a) in ok:
+                ok.add(id(eqn.outvars[k]))
     return ok
 
 
@@ -83,16 +88,12 @@ def statically_compilable(eqn, foldable: Set[int]) -> bool:
     subs = nested_jaxprs(eqn)
     if not subs:
         return True
-    from ..control_flow.primitives import cond_p
-    const_counts = _nested_const_counts(eqn)
-    for sub, (n_in_from_operands, first_operand) in zip(subs, const_counts):
+    for sub, pairs in zip(subs, fixed_inputs(eqn)):
         inputs = []
-        for k in range(n_in_from_operands):
-            a = eqn.invars[first_operand + k]
+        for k, j in pairs:
+            a = eqn.invars[j]
             if isinstance(a, Literal) or id(a) in foldable:
                 inputs.append(sub.invars[k])
-        if eqn.primitive is cond_p:
-            pass  # branches take every operand unchanged: handled by n_in_from_operands
         inner = foldable_vars(sub, inputs)
         for v in sub.invars:
             if any(id(d) not in inner for d in dims_of(v.aval)):
@@ -106,22 +107,6 @@ def statically_compilable(eqn, foldable: Set[int]) -> bool:
     return True
 
 
-def _nested_const_counts(eqn):
-    """For each nested jaxpr of ``eqn``: (how many leading invars come straight from
-    operands, index of the first such operand)."""
-    from ..control_flow.primitives import cond_p, for_loop_p, scan_p, while_loop_p
-    p = eqn.params
-    if eqn.primitive is for_loop_p:
-        return [(p["body_nconsts"], 0)]
-    if eqn.primitive is while_loop_p:
-        return [(p["cond_nconsts"], 0), (p["body_nconsts"], p["cond_nconsts"])]
-    if eqn.primitive is scan_p:
-        return [(p["num_consts"], 0)]
-    if eqn.primitive is cond_p:
-        return [(len(eqn.invars) - 1, 1) for _ in p["branches"]]
-    return [(0, 0) for _ in nested_jaxprs(eqn)]
-
-
 def needed_vars(jaxpr: Jaxpr) -> Set[int]:
     """ids of vars whose values flow into a dimension or a host-checked operand."""
     need: Set[int] = set()
@@ -133,11 +118,11 @@ def needed_vars(jaxpr: Jaxpr) -> Set[int]:
         for v in eqn.invars:
             if isinstance(v, Var):
                 need.update(id(d) for d in dims_of(v.aval))
-        for sub, (n, first) in zip(nested_jaxprs(eqn), _nested_const_counts(eqn)):
+        for sub, pairs in zip(nested_jaxprs(eqn), fixed_inputs(eqn)):
             inner = needed_vars(sub)
-            for k in range(n):
-                if id(sub.invars[k]) in inner and isinstance(eqn.invars[first + k], Var):
-                    need.add(id(eqn.invars[first + k]))
+            for k, j in pairs:
+                if id(sub.invars[k]) in inner and isinstance(eqn.invars[j], Var):
+                    need.add(id(eqn.invars[j]))
     for eqn in reversed(jaxpr.eqns):
         if eqn.primitive in _FOLDABLE and any(id(v) in need for v in eqn.outvars):
             need.update(id(a) for a in eqn.invars if isinstance(a, Var))

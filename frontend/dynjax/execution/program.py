@@ -22,8 +22,8 @@ import numpy as np
 from ..core.jaxpr import ClosedJaxpr, Jaxpr, Literal, Var
 from ..core.primitive import impl_rules
 from ..lax import primitives as P
-from .analysis import (_FOLDABLE, dims_of, foldable_vars, host_checked_operands, is_scalar,
-                       needed_vars, nested_jaxprs, statically_compilable, _nested_const_counts)
+from .analysis import (_FOLDABLE, dims_of, fixed_inputs, foldable_vars, is_scalar, needed_vars,
+                       nested_jaxprs, statically_compilable)
 
 
 class Stats:
@@ -140,10 +140,10 @@ def check_sizes(jaxpr: Jaxpr, known: Dict[int, int], describe_input, input_pos: 
             if eqn.primitive is for_loop_p and value(eqn.invars[eqn.params["body_nconsts"] + 2]) == 0:
                 loc = f" (at {eqn.source_info[0]}:{eqn.source_info[1]})" if eqn.source_info else ""
                 raise ValueError(f"for_loop: step must not be zero, the loop would never end{loc}")
-            for sub, (n, first) in zip(nested_jaxprs(eqn), _nested_const_counts(eqn)):
+            for sub, pairs in zip(nested_jaxprs(eqn), fixed_inputs(eqn)):
                 inner = {}
-                for k in range(n):
-                    x = value(eqn.invars[first + k])
+                for k, j in pairs:
+                    x = value(eqn.invars[j])
                     if x is not None and _is_int_scalar(sub.invars[k]):
                         inner[id(sub.invars[k])] = x
                 walk(sub, inner)

@@ -15,7 +15,7 @@ import numpy as np
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import stablehlo as hlo
 
-from ..control_flow.primitives import cond_p, for_loop_p, scan_p, while_loop_p
+from ..control_flow.primitives import cond_p, for_loop_p, passthrough_results, scan_p, while_loop_p
 from .context import LoweringContext, ir_type, tensor_type
 from .core import register_lowering
 
@@ -63,7 +63,7 @@ def _for_loop(ctx, eqn, *args, body_jaxpr, body_nconsts, nimplicit, apply_revers
         return [hlo.AddOp(i, st).result, up, st] + list(outs)
 
     res = _while(ctx, carry_types, [lower, upper, step] + list(carries), cond_fn, body_fn)
-    return res[3:]
+    return _passthrough(eqn, res[3:], args)
 
 
 @register_lowering(while_loop_p)
@@ -80,7 +80,7 @@ def _while_loop(ctx, eqn, *args, cond_jaxpr, body_jaxpr, cond_nconsts, body_ncon
     def body_fn(c, a):
         return c.lower_jaxpr(body_jaxpr, list(bconsts) + list(a))
 
-    return _while(ctx, carry_types, list(carries), cond_fn, body_fn)
+    return _passthrough(eqn, _while(ctx, carry_types, list(carries), cond_fn, body_fn), args)
 
 
 @register_lowering(cond_p)
@@ -144,7 +144,7 @@ def _scan(ctx, eqn, *args, jaxpr, num_consts, num_carry, nimplicit, reverse, pre
     k = 2
     ys = [_leading_rows(ctx, buf, length, v.aval, t)
           for buf, v, t in zip(res[k + num_carry + len(xs):], ys_vars, ys_types)]
-    return res[k:k + num_carry] + ys
+    return _passthrough(eqn, res[k:k + num_carry], args) + ys
 
 
 def _leading_rows(c: LoweringContext, buf: ir.Value, n: ir.Value, aval, result_type) -> ir.Value:
@@ -154,6 +154,16 @@ def _leading_rows(c: LoweringContext, buf: ir.Value, n: ir.Value, aval, result_t
     limit = c.shape_tensor([n] + list(c.dim_values(buf))[1:])
     strides = c.constant(np.ones(rank, np.int64), _I64)
     return hlo.RealDynamicSliceOp(result_type, buf, start, limit, strides).result
+
+
+def _passthrough(eqn, results, operands):
+    """Loop results that the body never changes are their initial operands: returning those
+    lets later shapes that depend on them refine to constants."""
+    results = list(results)
+    for k, j in passthrough_results(eqn):
+        if k < len(results) and results[k].type == operands[j].type:
+            results[k] = operands[j]
+    return results
 
 
 def _pad_one_row(c: LoweringContext, x: ir.Value) -> ir.Value:
