@@ -48,10 +48,8 @@ def result_dtype(*args):
 def asarray_of(x, dtype, weak_type=False):
     """``x`` (tracer, numpy value or Python scalar) converted to ``dtype``."""
     if isinstance(x, Tracer):
-        a = x.aval
-        if a.dtype == dtype and (a.weak_type == weak_type or not weak_type):
-            return x if a.weak_type == weak_type or not a.weak_type else lax.convert_element_type(x, dtype, weak_type)
-        return lax.convert_element_type(x, dtype, weak_type)
+        # a weakly typed tracer of the right dtype is fine: strong operands win in every operation
+        return x if x.aval.dtype == dtype else lax.convert_element_type(x, dtype, weak_type)
     if isinstance(x, (bool, int, float)) and weak_type:
         return dtype.type(x) if dtype != float64 or isinstance(x, float) else float(x)
     arr = np.asarray(x)

@@ -130,6 +130,9 @@ def arange(start, stop=None, step=None, dtype=None):
         ref = np.arange(start, stop, step)
         out_dtype = canonical_dtype(ref.dtype if dtype is None else dtype)
         return _affine(lax.iota(int64, len(ref)), step, start, out_dtype)
+    if not isinstance(step, (int, np.integer)):
+        raise TypeError("arange: traced bounds need an integer step (a float step gives a data-dependent "
+                        "length; use linspace)")
     step = int(step)
     if step == 0:
         raise ValueError("arange: step must not be zero")

@@ -154,7 +154,9 @@ def _slice(x, shape, starts, sizes):
         return a is b or (isinstance(a, int) and isinstance(b, int) and a == b)
     if all(same(s, 0) for s in starts) and all(same(z, d) for z, d in zip(sizes, shape)):
         return x
-    static = all(isinstance(v, int) for v in list(starts) + list(sizes) + list(shape))
-    if static:
-        return lax.slice(x, starts, [s + z for s, z in zip(starts, sizes)])
+    # a static slice when the bounds are static and every dynamic axis is kept whole
+    if all(isinstance(s, int) and (isinstance(d, int) and isinstance(z, int) or same(s, 0) and same(z, d))
+           for s, z, d in zip(starts, sizes, shape)):
+        limits = [s + z if isinstance(d, int) else None for s, z, d in zip(starts, sizes, shape)]
+        return lax.slice(x, starts, limits)
     return lax.dynamic_slice(x, starts, sizes)

@@ -4,7 +4,7 @@ from __future__ import annotations
 from .. import lax
 from ..core.trace import typeof
 from ._promote import broadcast_shapes, broadcast_to_shape, promote
-from .shape_ops import _as_array, ravel, reshape
+from .shape_ops import _as_array, ravel
 
 
 def _prep(*xs):
@@ -61,9 +61,9 @@ def _batched(a, b):
 
 
 def outer(a, b):
+    """numpy.outer: ``out[i, j] = a.ravel()[i] * b.ravel()[j]``."""
     a, b = _prep(a, b)
-    a, b = ravel(a), ravel(b)
-    return lax.dot_general(reshape(a, (-1, 1)), reshape(b, (1, -1)), (((1,), (0,)), ((), ())))
+    return lax.dot_general(ravel(a), ravel(b), (((), ()), ((), ())))
 
 
 def inner(a, b):

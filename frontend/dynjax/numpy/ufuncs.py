@@ -5,8 +5,8 @@ import numpy as np
 
 from .. import lax
 from ..core.avals import bool_, float64, is_float_dtype, is_integer_dtype
-from ..core.trace import typeof
-from ._promote import promote, promote_and_broadcast, result_dtype, asarray_of
+from ..core.trace import Tracer, typeof
+from ._promote import asarray_of, broadcast_arrays, promote, promote_and_broadcast, result_dtype
 
 
 def _binary(lax_fn, name):
@@ -32,9 +32,26 @@ greater_equal = _binary(lax.ge, "greater_equal")
 bitwise_and = _binary(lax.bitwise_and, "bitwise_and")
 bitwise_or = _binary(lax.bitwise_or, "bitwise_or")
 bitwise_xor = _binary(lax.bitwise_xor, "bitwise_xor")
-logical_and = bitwise_and
-logical_or = bitwise_or
-logical_xor = bitwise_xor
+
+
+def _truth(x):
+    x = _arraylike(x)
+    return x if typeof(x).dtype == bool_ else not_equal(x, 0)
+
+
+def logical_and(x, y):
+    """Elementwise truth-value ``and`` (the result is bool)."""
+    return bitwise_and(_truth(x), _truth(y))
+
+
+def logical_or(x, y):
+    """Elementwise truth-value ``or`` (the result is bool)."""
+    return bitwise_or(_truth(x), _truth(y))
+
+
+def logical_xor(x, y):
+    """Elementwise truth-value ``xor`` (the result is bool)."""
+    return bitwise_xor(_truth(x), _truth(y))
 
 
 def _to_float(x):
@@ -56,6 +73,15 @@ def true_divide(x, y):
 divide = true_divide
 
 
+def _round_down_fix(r, y):
+    """Where a truncated remainder ``r`` must be moved toward minus infinity: ``r != 0`` and
+    its sign differs from ``y``'s (decided statically when ``y`` is a concrete scalar)."""
+    zero = typeof(r).dtype.type(0)
+    if not isinstance(y, Tracer) and np.ndim(y) == 0:
+        return lax.gt(r, zero) if y < 0 else lax.lt(r, zero)
+    return lax.bitwise_and(lax.ne(r, zero), lax.ne(lax.lt(r, zero), lax.lt(y, zero)))
+
+
 def floor_divide(x, y):
     """``x // y`` rounding toward minus infinity (numpy semantics)."""
     x, y = promote_and_broadcast(x, y, keep_scalars=True)
@@ -65,21 +91,16 @@ def floor_divide(x, y):
     if dtype == bool_:
         raise TypeError("floor_divide does not accept bool operands")
     q = lax.div(x, y)  # rounds toward zero
-    r = lax.rem(x, y)
-    zero = dtype.type(0)
-    one = dtype.type(1)
-    fix = lax.bitwise_and(lax.ne(r, zero), lax.ne(lax.lt(r, zero), lax.lt(y, zero)))
-    return lax.select(fix, lax.sub(q, one), q)
+    return lax.select(_round_down_fix(lax.rem(x, y), y), lax.sub(q, dtype.type(1)), q)
 
 
 def remainder(x, y):
     """``x % y`` with the sign of ``y`` (numpy semantics)."""
     x, y = promote_and_broadcast(x, y, keep_scalars=True)
-    dtype = typeof(x).dtype
+    if typeof(x).dtype == bool_:
+        raise TypeError("remainder does not accept bool operands")
     r = lax.rem(x, y)
-    zero = dtype.type(0)
-    fix = lax.bitwise_and(lax.ne(r, zero), lax.ne(lax.lt(r, zero), lax.lt(y, zero)))
-    return lax.select(fix, lax.add(r, y), r)
+    return lax.select(_round_down_fix(r, y), lax.add(r, y), r)
 
 
 mod = remainder
@@ -147,7 +168,7 @@ negative = _unary_same(lax.neg, "negative")
 sign = _unary_same(lax.sign, "sign")
 floor = _unary_same(lax.floor, "floor", float_only=True)
 ceil = _unary_same(lax.ceil, "ceil", float_only=True)
-rint = _unary_same(lax.round, "rint", float_only=True)
+rint = _unary_float(lax.round, "rint")
 
 
 def abs(x):
@@ -165,7 +186,11 @@ def invert(x):
     return lax.bitwise_not(x)
 
 
-logical_not = invert
+
+
+def logical_not(x):
+    """Elementwise truth-value negation (the result is bool)."""
+    return invert(_truth(x))
 
 
 def square(x):
@@ -186,14 +211,8 @@ def where(condition, x=None, y=None):
     if x is None or y is None:
         raise TypeError("dynjax.numpy.where needs three arguments (the one-argument form has a data-dependent shape)")
     x, y = promote(x, y)
-    cond = condition if typeof(condition).dtype == bool_ else not_equal(condition, 0)
-    cond, x, y = promote_and_broadcast_keep(cond, x, y)
+    cond, x, y = broadcast_arrays(_truth(condition), x, y)
     return lax.select(cond, x, y)
-
-
-def promote_and_broadcast_keep(cond, x, y):
-    from ._promote import broadcast_arrays
-    return broadcast_arrays(cond, x, y)
 
 
 def clip(x, a_min=None, a_max=None):
