@@ -192,7 +192,12 @@ def dynamic_update_slice(x, update, start_indices):
 
 
 def concatenate(operands, dimension: int):
+    """Join ``operands`` along ``dimension``; a dynamic result size is passed as an extra operand."""
     ops = list(operands)
+    ndim = typeof(ops[0]).ndim
+    if not -ndim <= dimension < ndim:
+        raise TypeError(f"concatenate: dimension {dimension} out of range for rank {ndim}")
+    dimension %= ndim
     sizes = [typeof(o).shape[dimension] for o in ops]
     extra = []
     if not all(isinstance(s, int) for s in sizes):
