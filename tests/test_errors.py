@@ -167,3 +167,8 @@ def test_eager_errors_are_numpy_like():
         jnp.add(np.ones(3), np.ones(4))
     with pytest.raises(ValueError):
         jnp.argmax(np.ones(0))
+    for f in (jnp.max, jnp.min):
+        with pytest.raises(ValueError, match="zero-size"):
+            f(np.ones((2, 0)), axis=1)
+        with pytest.raises(ValueError, match="zero-size"):
+            dynjax.make_jaxpr(lambda x: f(x))(np.ones(0))

@@ -6,7 +6,7 @@ are a trace-time ``TypeError`` whose message names both shapes.
 """
 from __future__ import annotations
 
-from typing import Callable, Optional
+from typing import Callable
 
 import numpy as np
 

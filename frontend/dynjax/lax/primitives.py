@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..core.avals import bool_, canonical_dtype, int64, is_float_dtype, is_integer_dtype
+from ..core.avals import bool_, canonical_dtype, is_float_dtype, is_integer_dtype
 from ..core.primitive import as_dim
 from .base import (aval, check_dim_operands, check_dtypes_equal, check_same_shapes,
                    concrete_shape, define, describe_shapes, dims_from_operands, result_aval,

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import lax
-from ..core.avals import bool_, canonical_dtype, float64, int64, is_float_dtype, is_integer_dtype
+from ..core.avals import canonical_dtype, float64, int64, is_integer_dtype
 from ..core.trace import Tracer, current_trace, typeof
 from ..lax.api import canonicalize_dim
 

@@ -1,6 +1,8 @@
 """Reductions over axes: sum, mean, max, min, prod, argmax, argmin, cumsum; size."""
 from __future__ import annotations
 
+import builtins
+
 import numpy as np
 
 from .. import lax
@@ -60,16 +62,23 @@ def prod(x, axis=None, dtype=None, keepdims=False):
     return _keep(a.shape, lax.reduce_prod(x, axes), axes, keepdims)
 
 
-def max(x, axis=None, keepdims=False):
+def _extremum(lax_fn, name, x, axis, keepdims):
     x = _prep(x)
+    shape = typeof(x).shape
     axes = _axes(x, axis)
-    return _keep(typeof(x).shape, lax.reduce_max(x, axes), axes, keepdims)
+    if builtins.any(isinstance(shape[i], int) and shape[i] == 0 for i in axes):
+        raise ValueError(f"zero-size array to reduction operation {name} which has no identity")
+    return _keep(shape, lax_fn(x, axes), axes, keepdims)
+
+
+def max(x, axis=None, keepdims=False):
+    """numpy.max over ``axis``. A dynamic axis that turns out empty gives the dtype's minimum."""
+    return _extremum(lax.reduce_max, "maximum", x, axis, keepdims)
 
 
 def min(x, axis=None, keepdims=False):
-    x = _prep(x)
-    axes = _axes(x, axis)
-    return _keep(typeof(x).shape, lax.reduce_min(x, axes), axes, keepdims)
+    """numpy.min over ``axis``. A dynamic axis that turns out empty gives the dtype's maximum."""
+    return _extremum(lax.reduce_min, "minimum", x, axis, keepdims)
 
 
 amax, amin = max, min
@@ -145,15 +154,19 @@ def cumsum(x, axis=None, dtype=None):
     return lax.cumsum(x, ax)
 
 
-def any(x, axis=None, keepdims=False):
+def _truth_reduction(lax_fn, x, axis, keepdims):
     from .ufuncs import not_equal
     x = _prep(x)
     b = x if typeof(x).dtype == bool_ else not_equal(x, 0)
-    return max(b, axis, keepdims)
+    axes = _axes(b, axis)
+    return _keep(typeof(b).shape, lax_fn(b, axes), axes, keepdims)
+
+
+def any(x, axis=None, keepdims=False):
+    """numpy.any: whether some element along ``axis`` is true (False for an empty axis)."""
+    return _truth_reduction(lax.reduce_max, x, axis, keepdims)
 
 
 def all(x, axis=None, keepdims=False):
-    from .ufuncs import not_equal
-    x = _prep(x)
-    b = x if typeof(x).dtype == bool_ else not_equal(x, 0)
-    return min(b, axis, keepdims)
+    """numpy.all: whether every element along ``axis`` is true (True for an empty axis)."""
+    return _truth_reduction(lax.reduce_min, x, axis, keepdims)

@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import lax
-from ..core.avals import bool_, float64, is_float_dtype, is_integer_dtype
+from ..core.avals import bool_, float64, is_float_dtype
 from ..core.trace import Tracer, typeof
 from ._promote import asarray_of, broadcast_arrays, promote, promote_and_broadcast, result_dtype
 
