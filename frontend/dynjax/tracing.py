@@ -56,10 +56,11 @@ def _leaf_aval(x, where: str) -> ShapedArray:
         return make_aval(tuple(0 if d is None else d for d in x.shape), x.dtype)
     if isinstance(x, (bool, np.bool_)):
         return ShapedArray((), bool_)
+    # Python scalars are weakly typed, as in numpy and JAX: `x_f32 * n` stays float32
     if isinstance(x, (int, np.integer)) and not isinstance(x, (bool, np.bool_)):
-        return ShapedArray((), int64 if isinstance(x, int) else canonical_dtype(x.dtype))
+        return ShapedArray((), int64, True) if isinstance(x, int) else ShapedArray((), canonical_dtype(x.dtype))
     if isinstance(x, (float, np.floating)):
-        return ShapedArray((), float64 if isinstance(x, float) else canonical_dtype(x.dtype))
+        return ShapedArray((), float64, True) if isinstance(x, float) else ShapedArray((), canonical_dtype(x.dtype))
     if isinstance(x, np.ndarray):
         if x.dtype == object:
             raise TypeError(f"{where}: object arrays are not supported")
@@ -146,7 +147,7 @@ def input_signature(leaves: Sequence[Any], leaf_specs: Sequence[Any], leaf_where
     in_type = [(dim_aval(), False) for _ in names]
     for aval, row in zip(avals, rows):
         shape = tuple(DBIdx(d[1]) if isinstance(d, tuple) else d for d in row)
-        in_type.append((aval.update(shape=shape, weak_type=False), True))
+        in_type.append((aval.update(shape=shape), True))
     return InputSignature(tuple(in_type), names, sources, avals, list(leaf_where))
 
 

@@ -22,7 +22,7 @@ print(circuit.mlir)
 # CHECK: %[[SHAPE:.*]] = stablehlo.reshape %[[SZ]] : (tensor<i64>) -> tensor<1xi64>
 # CHECK: %[[A0:.*]] = stablehlo.dynamic_broadcast_in_dim %{{.*}}, %[[SHAPE]], dims = [] : (tensor<f64>, tensor<1xi64>) -> tensor<?xf64>
 # CHECK: stablehlo.while
-# CHECK-SAME: tensor<i64>, tensor<i64>, tensor<i64>, tensor<i64>, tensor<?xf64>, tensor<?xf64>
+# CHECK-SAME: tensor<i64>, tensor<i64>, tensor<i64>, tensor<?xf64>
 # CHECK: cond {
 # CHECK: stablehlo.compare LT
 # CHECK: } do {

@@ -177,8 +177,9 @@ def scalar_aval(dtype, weak_type: bool = False) -> ShapedArray:
 
 
 def dim_aval() -> ShapedArray:
-    """The type of a dimension value: ``i64[]``."""
-    return ShapedArray((), int64)
+    """The type of a dimension value: ``i64[]``, weakly typed like the Python int it
+    stands for (so ``x_f32 * x.shape[0]`` stays float32, as in numpy)."""
+    return ShapedArray((), int64, weak_type=True)
 
 
 def aval_of_value(x) -> ShapedArray:

@@ -63,6 +63,7 @@ class JaxprTrace(Trace):
         self._const_ids: Dict[int, Tracer] = {}
         self.captured: List[tuple] = []         # (outer tracer, inner tracer), in capture order
         self._captured_ids: Dict[int, Tracer] = {}
+        self.known_dims: set = set()            # ids of tracers used as a dimension somewhere
 
     # --- creating tracers ---------------------------------------------------------------------
     def _var_aval(self, aval):
@@ -74,6 +75,7 @@ class JaxprTrace(Trace):
             if isinstance(d, Tracer) and d._trace is not self:
                 raise AssertionError("a dimension tracer belongs to another scope")
         t = StagingTracer(self, aval)
+        self.known_dims.update(id(d) for d in aval.shape if isinstance(d, Tracer))
         self.atoms[id(t)] = Var(self._var_aval(aval))
         self.keepalive.append(t)
         return t
@@ -178,6 +180,12 @@ class JaxprTrace(Trace):
         in_explicit = (False,) * len(lead) + tuple(in_explicit)
         consts = list(self.constvals) + [outer for outer, _ in self.captured]
         return Jaxpr([], invars, self.eqns, outvars, in_explicit, out_explicit), consts
+
+def is_known_dim(x) -> bool:
+    """Whether ``x`` is a traced integer already used as an array dimension (hence >= 0)."""
+    trace = getattr(x, "_trace", None)
+    return isinstance(trace, JaxprTrace) and id(x) in trace.known_dims
+
 
 def new_jaxpr_trace(parent: Optional[JaxprTrace] = None):
     """Context manager opening a staging scope (nested in ``parent`` when given)."""

@@ -10,6 +10,7 @@ import numpy as np
 
 from .. import lax
 from ..core.avals import canonical_dtype, float64, int64, is_integer_dtype
+from ..core.staging import is_known_dim
 from ..core.trace import Tracer, current_trace, typeof
 from ..lax.api import canonicalize_dim
 
@@ -110,7 +111,7 @@ def _as_i64(v):
         if a.shape != () or not is_integer_dtype(a.dtype):
             raise TypeError(f"arange: a traced bound must be an integer scalar, got {a.str_short()} "
                             "(a traced float bound gives a data-dependent length; use linspace)")
-        return _astype(v, int64)
+        return v if a.dtype == int64 else _astype(v, int64)
     if isinstance(v, (float, np.floating)):
         raise TypeError("arange: mixing traced and float bounds gives a data-dependent length; use linspace")
     return int(v)
@@ -139,7 +140,8 @@ def arange(start, stop=None, step=None, dtype=None):
     start, stop = _as_i64(start), _as_i64(stop)
     lo, hi = (start, stop) if step > 0 else (stop, start)
     span = hi if isinstance(lo, int) and lo == 0 else lax.sub(hi, lo)
-    n = lax.max(span, 0)
+    # arange(x.shape[0]) has the very dim of x (a dim is never negative); otherwise clamp at 0
+    n = span if is_known_dim(span) else lax.max(span, 0)
     if abs(step) != 1:
         n = lax.div(lax.add(n, abs(step) - 1), abs(step))
     out_dtype = int64 if dtype is None else canonical_dtype(dtype)
