@@ -26,7 +26,7 @@ from .core import pytree
 from .core.avals import canonical_dtype
 from .core.errors import api_boundary, user_stacklevel
 from .core.staging import JaxprTrace
-from .core.trace import current_trace
+from .core.trace import _dynamic, _eval_trace, current_trace
 from .execution.program import Program, Stats
 from .tracing import (ShapeDtypeStruct, TracedFunction, _axis_names, _per_arg_specs, _spec_leaves,
                       implicit_values, leaf_aval, normalize_static_argnums, trace_function)
@@ -41,6 +41,10 @@ class _Entry:
         self.program = Program(closed.jaxpr, closed.consts, stats, describe_input)
         self.explicit = [i for i, e in enumerate(closed.jaxpr.out_explicit) if e]
         self.dtypes = [a.dtype for a, e in closed.jaxpr.in_type if e]
+
+
+_ARRAY_TYPES = frozenset({np.ndarray, np.float64, np.float32, np.int64, np.int32, np.bool_})
+_NO_FAST = object()   # an argument kind the fast path does not handle (never a key entry)
 
 
 def _leaf_key(x):
@@ -82,6 +86,7 @@ class QJIT:
         self.calls = 0
         self._by_abstract: Dict[Any, _Entry] = {}
         self._by_concrete: Dict[Any, _Entry] = {}
+        self._fast: Dict[Any, tuple] = {}   # concrete key -> (entry, executable, ...): see __call__
         self._last: Optional[_Entry] = None
         self._aot_leaves = None
         self._aot_compile()
@@ -174,8 +179,27 @@ class QJIT:
         return dyn_positions[k]
 
     # --- calling ---------------------------------------------------------------------------
-    @api_boundary
     def __call__(self, *args, **kwargs):
+        # Fast path: arguments seen before (numpy arrays by shape and dtype, Python ints by
+        # value) whose trace is one executable: look it up and run it, nothing else.
+        if self._fast and not kwargs and _dynamic[-1] is _eval_trace:
+            try:
+                hit = self._fast.get(tuple([(a.shape, a.dtype) if type(a) in _ARRAY_TYPES
+                                            else a if type(a) is int else _NO_FAST for a in args]))
+            except TypeError:
+                hit = None
+            if hit is not None:
+                entry, exe, runtime, explicit, single = hit
+                self.calls += 1
+                self._last = entry
+                outs = exe(*args) if runtime is None else exe(*[args[i] for i in runtime])
+                if single is not None:
+                    return outs[single]
+                return pytree.tree_unflatten(entry.traced.out_tree, [outs[i] for i in explicit])
+        return self._call(*args, **kwargs)
+
+    @api_boundary
+    def _call(self, *args, **kwargs):
         if isinstance(current_trace(), JaxprTrace):
             return self.fun(*args, **kwargs)   # nested qjit: inline into the caller's trace
         args = self._bind_kwargs(args, kwargs)
@@ -196,7 +220,32 @@ class QJIT:
             if flat_ok and key is not None:
                 self._by_concrete[key] = entry
         self._last = entry
-        return self._run(entry, args, kwargs)
+        out = self._run(entry, args, kwargs)
+        if flat_ok and not kwargs:
+            self._register_fast(entry, args)
+        return out
+
+    def _register_fast(self, entry: _Entry, args):
+        """Remember a direct plan for this signature when nothing but one executable is needed:
+        no static arguments or pytrees, every array already of the traced dtype, and the baked
+        integers are the implicit dims and integer arguments (part of the key)."""
+        seg = entry.program.single
+        nimp = len(entry.traced.signature.dim_names)
+        if seg is None or seg.last_executable is None or self.static_argnums or len(self._fast) >= 256:
+            return
+        for a, dt in zip(args, entry.dtypes):
+            if not ((type(a) in _ARRAY_TYPES and a.dtype == dt) or type(a) is int):
+                return
+        if len(args) != len(entry.dtypes) or any(p < nimp for p in seg.runtime):
+            return
+        if any(type(args[p - nimp]) not in _ARRAY_TYPES for p in seg.runtime):
+            return   # a runtime integer would make the key value-dependent for nothing
+        runtime = [p - nimp for p in seg.runtime]
+        runtime = None if runtime == list(range(len(args))) else runtime
+        tree = entry.traced.out_tree
+        single = entry.explicit[0] if tree.kind == "leaf" and len(entry.explicit) == 1 else None
+        key = tuple((a.shape, a.dtype) if type(a) in _ARRAY_TYPES else a for a in args)
+        self._fast[key] = (entry, seg.last_executable, runtime, entry.explicit, single)
 
     def _bind_kwargs(self, args, kwargs):
         """Move keyword arguments that name positional parameters into ``args``."""
