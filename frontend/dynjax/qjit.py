@@ -18,12 +18,11 @@ from __future__ import annotations
 import functools
 import inspect
 import warnings
-from typing import Any, Callable, Dict, Optional, Sequence
+from typing import Any, Callable, Dict, Optional
 
 import numpy as np
 
 from .core import pytree
-from .core.avals import canonical_dtype
 from .core.errors import api_boundary, user_stacklevel
 from .core.staging import JaxprTrace
 from .core.trace import _dynamic, _eval_trace, current_trace

@@ -27,7 +27,6 @@ from .core.errors import api_boundary
 from .core.expansion import expand_outputs, parse_input_type
 from .core.jaxpr import ClosedJaxpr
 from .core.staging import new_jaxpr_trace
-from .core.trace import Tracer
 
 
 @dataclass(frozen=True)

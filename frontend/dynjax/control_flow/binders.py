@@ -120,8 +120,8 @@ def bind_scan(f: Callable, init, xs, length, reverse: bool, preserve: bool = Tru
     from ..core.avals import same_dim
     for m in lengths:
         if not same_dim(m, n):
-            raise TypeError(f"scan: scanned inputs have leading sizes that are not the same dimension "
-                            f"(and/or differ from length)")
+            raise TypeError("scan: the scanned inputs' leading sizes are not the same dimension "
+                            "(or differ from length=)")
     slice_avals = [typeof(x).update(shape=typeof(x).shape[1:]) for x in x_leaves]
     ncarry = len(leaves)
     y_tree_box = []

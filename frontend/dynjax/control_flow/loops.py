@@ -21,12 +21,11 @@ The body's implicit outputs are the new values of the variant dims, in order.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, List, Optional, Sequence, Tuple
+from typing import Any, Callable, List, Sequence
 
-from ..core import pytree
-from ..core.avals import DBIdx, dim_aval, same_dim
-from ..core.expansion import NestedProgram, trace_nested
-from ..core.trace import Tracer, typeof
+from ..core.avals import DBIdx, same_dim
+from ..core.expansion import NestedProgram, deduce_input_type, is_symbolic, trace_nested
+from ..core.trace import typeof
 from ..lax.base import describe_shapes
 
 
@@ -45,27 +44,6 @@ class LoopBody:
     in_type: tuple                # the body's expanded input type (without constants)
 
 
-def _symbolic(d) -> bool:
-    return not isinstance(d, int)
-
-
-def _classes(carry_avals, variant, preserve):
-    """Group variant positions into implicit carried values: list of (init dim, positions)."""
-    classes: List[Tuple[Any, List[Tuple[int, int]]]] = []
-    by_dim = {}
-    for k, a in enumerate(carry_avals):
-        for ax, d in enumerate(a.shape):
-            if (k, ax) not in variant:
-                continue
-            if preserve and _symbolic(d) and id(d) in by_dim:
-                classes[by_dim[id(d)]][1].append((k, ax))
-                continue
-            if preserve and _symbolic(d):
-                by_dim[id(d)] = len(classes)
-            classes.append((d, [(k, ax)]))
-    return classes
-
-
 def trace_loop_body(body: Callable, prefix_avals: Sequence, carry_init: Sequence, carry_tree,
                     suffix_avals: Sequence, preserve: bool, name: str,
                     split_outputs: Callable = None) -> LoopBody:
@@ -80,24 +58,22 @@ def trace_loop_body(body: Callable, prefix_avals: Sequence, carry_init: Sequence
     carry_avals = [typeof(x) for x in carry_init]
     variant = set()
     if not preserve:
-        variant = {(k, ax) for k, a in enumerate(carry_avals) for ax, d in enumerate(a.shape) if _symbolic(d)}
+        variant = {(k, ax) for k, a in enumerate(carry_avals) for ax, d in enumerate(a.shape) if is_symbolic(d)}
+    nprefix = len(prefix_avals)
     for _ in range(1 + sum(a.ndim for a in carry_avals)):
-        classes = _classes(carry_avals, variant, preserve)
-        slot = {pos: c for c, (_, poss) in enumerate(classes) for pos in poss}
-        nprefix = len(prefix_avals)
-        in_type = [(a, True) for a in prefix_avals]
-        in_type += [(dim_aval(), False) for _ in classes]
-        base = nprefix  # DBIdx of the first implicit value
-        for k, a in enumerate(carry_avals):
-            shape = tuple(DBIdx(base + slot[(k, ax)]) if (k, ax) in slot else d for ax, d in enumerate(a.shape))
-            in_type.append((a.update(shape=shape, weak_type=False), True))
-        in_type += [(a, True) for a in suffix_avals]
+        implicit, implicit_type, carry_type = deduce_input_type(
+            carry_init, lambda k, ax, d: (k, ax) in variant, share=preserve, first_index=nprefix)
+        in_type = tuple((a, True) for a in prefix_avals) + implicit_type + carry_type + tuple(
+            (a, True) for a in suffix_avals)
+        slot = {(k, ax): d.val - nprefix for k, (a, _) in enumerate(carry_type)
+                for ax, d in enumerate(a.shape) if isinstance(d, DBIdx)}
 
-        def hook(arg_tracers, out_leaves, classes=classes, slot=slot):
+        def hook(arg_tracers, out_leaves, nimplicit=len(implicit), slot=slot):
             ncarry = len(carry_avals)
             carries_out, extras = out_leaves[:ncarry], out_leaves[ncarry:]
-            carry_in = arg_tracers[nprefix + len(classes):nprefix + len(classes) + ncarry]
-            new_dims = [None] * len(classes)
+            carry_in = arg_tracers[nprefix + nimplicit:nprefix + nimplicit + ncarry]
+            new_dims = [None] * nimplicit
+            first_position = {}
             grow = set()
             for k, (xi, xo) in enumerate(zip(carry_in, carries_out)):
                 ai, ao = typeof(xi), typeof(xo)
@@ -105,19 +81,19 @@ def trace_loop_body(body: Callable, prefix_avals: Sequence, carry_init: Sequence
                     if (k, ax) in slot:
                         c = slot[(k, ax)]
                         if new_dims[c] is None:
-                            new_dims[c] = do
+                            new_dims[c], first_position[c] = do, k
                         elif not same_dim(new_dims[c], do):
                             raise TypeError(
                                 f"{name}: the loop body returns arrays whose dimensions were the same at "
                                 f"input but are not the same any more at output (carried values "
-                                f"{classes[c][1][0][0]} and {k}, axis {ax}); pass "
+                                f"{first_position[c]} and {k}, axis {ax}); pass "
                                 "allow_array_resizing=True to let them differ")
                     elif not same_dim(di, do):
                         grow.add((k, ax))
             if grow:
                 raise _Retrace(grow)
             return list(new_dims) + list(carries_out) + list(extras), \
-                (False,) * len(classes) + (True,) * (len(carries_out) + len(extras))
+                (False,) * nimplicit + (True,) * (len(carries_out) + len(extras))
 
         def flatten_result(result):
             leaves, tree, extras = split_outputs(result)
@@ -130,14 +106,14 @@ def trace_loop_body(body: Callable, prefix_avals: Sequence, carry_init: Sequence
             grown = set(r.positions)
             if preserve:  # a shared dim varies for all positions that share it
                 dims = {id(carry_avals[k].shape[ax]) for k, ax in grown
-                        if _symbolic(carry_avals[k].shape[ax])}
+                        if is_symbolic(carry_avals[k].shape[ax])}
                 grown |= {(k, ax) for k, a in enumerate(carry_avals) for ax, d in enumerate(a.shape)
-                          if _symbolic(d) and id(d) in dims}
+                          if is_symbolic(d) and id(d) in dims}
             if grown <= variant:
                 raise AssertionError("loop expansion did not converge")
             variant |= grown
             continue
-        return LoopBody(prog, [d for d, _ in classes], len(classes), tuple(in_type))
+        return LoopBody(prog, implicit, len(implicit), in_type)
     raise AssertionError("loop expansion did not converge")
 
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..core.avals import DBIdx, InDBIdx, OutDBIdx, bool_, make_aval, same_dim
+from ..core.avals import InDBIdx, OutDBIdx, bool_, make_aval, same_dim
 from ..core.interpret import eval_jaxpr
 from ..core.jaxpr import Literal, Var
 from ..core.primitive import Primitive, abstract_eval_rules, as_dim, impl_rules

@@ -4,8 +4,8 @@ Python tracers carry their dims inside their avals ("collapsed"); jaxprs pass di
 separate implicit values ("expanded"). The functions here convert between the two:
 
 * ``deduce_input_type(args, is_implicit, share)`` - expand arguments for a nested
-  program: dims chosen by ``is_implicit`` become implicit leading arguments (``DBIdx``);
-  other symbolic dims stay references to the enclosing scope's tracers.
+  program: dims chosen by ``is_implicit`` become implicit arguments (``DBIdx``); other
+  symbolic dims stay references to the enclosing scope's tracers.
 * ``parse_input_type(trace, in_type)`` - create the argument tracers of a nested scope;
   dims that refer to the enclosing scope are captured as constants.
 * ``expand_outputs(outs, inputs)`` - prepend, as implicit outputs, every output dim that
@@ -22,7 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, List, Optional, Sequence, Tuple
 
-from .avals import DBIdx, ShapedArray, dim_aval, make_aval
+from .avals import DBIdx, dim_aval, make_aval
 from .jaxpr import Jaxpr
 from .staging import JaxprTrace, new_jaxpr_trace
 from .trace import Tracer, current_trace, typeof
@@ -32,38 +32,35 @@ def is_symbolic(d) -> bool:
     return not isinstance(d, int)
 
 
-def deduce_input_type(args: Sequence[Any], is_implicit: Callable[[Any], bool] = lambda d: True,
-                      share: bool = True):
+def deduce_input_type(args: Sequence[Any],
+                      is_implicit: Callable[[int, int, Any], bool] = lambda k, ax, d: is_symbolic(d),
+                      share: bool = True, first_index: int = 0):
     """Expand ``args`` with implicit dimension arguments.
 
-    Returns ``(implicit_dims, in_type)``: the enclosing-scope dim values to pass as
-    implicit arguments, and the in_type of ``implicit + args``. With ``share`` one implicit
-    argument stands for each distinct dim (by identity); without it, every occurrence of a
-    dim gets its own implicit argument.
+    ``is_implicit(k, axis, dim)`` chooses the dims of argument ``k`` that become implicit
+    arguments; the others stay as they are (ints, or references to the enclosing scope's
+    dim tracers, which the nested scope captures as constants). With ``share`` one implicit
+    argument stands for each distinct symbolic dim (by identity); otherwise every chosen
+    position gets its own. Returns ``(implicit_dims, implicit_in_type, args_in_type)`` where
+    the ``DBIdx`` indices count from ``first_index`` (the position of the first implicit
+    argument in the final input type).
     """
-    avals = [typeof(a) for a in args]
     implicit: List[Any] = []
-    slots: List[List[Any]] = []          # per arg: per axis, ('imp', k) | dim
-    seen = {}
-    for aval in avals:
+    slot = {}
+    rows = []
+    for k, a in enumerate(typeof(x) for x in args):
         row = []
-        for d in aval.shape:
-            if is_symbolic(d) and is_implicit(d):
-                if share and id(d) in seen:
-                    k = seen[id(d)]
-                else:
-                    k = len(implicit)
-                    implicit.append(d)
-                    seen[id(d)] = k
-                row.append(("imp", k))
-            else:
+        for ax, d in enumerate(a.shape):
+            if not is_implicit(k, ax, d):
                 row.append(d)
-        slots.append(row)
-    in_type = [(dim_aval(), False) for _ in implicit]
-    for aval, row in zip(avals, slots):
-        shape = tuple(DBIdx(s[1]) if isinstance(s, tuple) else s for s in row)
-        in_type.append((aval.update(shape=shape, weak_type=aval.weak_type), True))
-    return implicit, tuple(in_type)
+                continue
+            key = id(d) if share and is_symbolic(d) else ("pos", k, ax)
+            if key not in slot:
+                slot[key] = len(implicit)
+                implicit.append(d)
+            row.append(DBIdx(first_index + slot[key]))
+        rows.append(a.update(shape=tuple(row), weak_type=False))
+    return implicit, tuple((dim_aval(), False) for _ in implicit), tuple((a, True) for a in rows)
 
 
 def parse_input_type(trace: JaxprTrace, in_type) -> List[Tracer]:

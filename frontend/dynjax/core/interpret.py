@@ -5,7 +5,7 @@ re-stages the equations (which is how nested ``qjit`` calls are inlined).
 """
 from __future__ import annotations
 
-from .jaxpr import ClosedJaxpr, Jaxpr, Literal
+from .jaxpr import ClosedJaxpr, Literal
 
 
 def eval_jaxpr(jaxpr, consts, *args):

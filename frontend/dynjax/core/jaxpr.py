@@ -13,12 +13,11 @@ checker ``check_jaxpr``.
 from __future__ import annotations
 
 import itertools
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Dict, Optional, Sequence
 
 import numpy as np
 
-from .avals import (DBIdx, InDBIdx, OutDBIdx, ShapedArray, aval_of_value, make_aval,
-                    same_dim)
+from .avals import (DBIdx, InDBIdx, OutDBIdx, ShapedArray, aval_of_value, make_aval)
 from .primitive import Primitive, abstract_eval_rules
 
 _var_ids = itertools.count()

@@ -16,7 +16,7 @@ from typing import Dict, List, Optional, Sequence
 
 import numpy as np
 
-from .avals import OutDBIdx, ShapedArray, aval_of_value, make_aval
+from .avals import OutDBIdx, aval_of_value, make_aval
 from .jaxpr import Jaxpr, JaxprEqn, Literal, Var
 from .primitive import abstract_eval_rules
 from .trace import Trace, Tracer, new_trace, next_level

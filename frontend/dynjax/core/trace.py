@@ -16,7 +16,6 @@ from __future__ import annotations
 import contextlib
 from typing import List
 
-import numpy as np
 
 from . import avals as _avals
 from .primitive import Primitive, impl_rules

@@ -13,7 +13,7 @@ keys on their values and on nothing else.
 """
 from __future__ import annotations
 
-from typing import Dict, Iterable, List, Set
+from typing import Iterable, List, Set
 
 from ..core.jaxpr import Jaxpr, Literal, Var
 from ..control_flow.primitives import fixed_inputs, passthrough_results

@@ -15,13 +15,12 @@ the executable, execute.
 """
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence
 
 import numpy as np
 
 from ..core.jaxpr import ClosedJaxpr, Jaxpr, Literal, Var
 from ..core.primitive import impl_rules
-from ..lax import primitives as P
 from .analysis import (_FOLDABLE, dims_of, fixed_inputs, foldable_vars, is_scalar, needed_vars,
                        nested_jaxprs, statically_compilable)
 

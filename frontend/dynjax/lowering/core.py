@@ -22,7 +22,7 @@ from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import func
 from jaxlib.mlir.dialects import stablehlo as hlo
 
-from ..core.jaxpr import ClosedJaxpr, Jaxpr, Literal
+from ..core.jaxpr import ClosedJaxpr, Jaxpr
 from ..core.primitive import Primitive
 from .context import LoweringContext, get_mlir_context, ir_type
 

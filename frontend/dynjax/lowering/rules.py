@@ -18,7 +18,7 @@ from jaxlib.mlir.dialects import stablehlo as hlo
 
 from ..core.avals import is_float_dtype, is_integer_dtype
 from ..lax import primitives as P
-from .context import LoweringContext, compare_type, elem_type, is_static, tensor_type
+from .context import LoweringContext, is_static, tensor_type
 from .core import register_lowering
 
 _I64 = np.dtype(np.int64)
