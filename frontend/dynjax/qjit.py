@@ -174,8 +174,13 @@ class QJIT:
         return (tuple(parts), statics, kw)
 
     def _position(self, k):
-        dyn_positions = [i for i in range(10_000) if i not in self.static_argnums]
-        return dyn_positions[k]
+        """The position among all arguments of the k-th non-static argument."""
+        i = -1
+        for _ in range(k + 1):
+            i += 1
+            while i in self.static_argnums:
+                i += 1
+        return i
 
     # --- calling ---------------------------------------------------------------------------
     def __call__(self, *args, **kwargs):

@@ -65,11 +65,10 @@ class Segment:
             self.stats.lowerings += 1
         return self._module_text
 
-    def key(self, args) -> tuple:
-        return (tuple(np.shape(args[i]) for i in self.runtime), tuple(int(args[i]) for i in self.baked))
-
     def run(self, args: Sequence[Any]) -> List[np.ndarray]:
-        key = (tuple(np.shape(args[i]) for i in self.runtime), tuple(int(args[i]) for i in self.baked))
+        """Run on concrete inputs; the executable is chosen by the runtime inputs' shapes and
+        the baked integers' values."""
+        key = (tuple([np.shape(args[i]) for i in self.runtime]), tuple([int(args[i]) for i in self.baked]))
         exe = self.cache.get(key)
         if exe is None:
             exe = self._compile(args, key)
