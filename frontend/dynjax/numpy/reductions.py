@@ -40,26 +40,30 @@ def _prep(x):
     return x
 
 
+def _accumulation_dtype(x, dtype):
+    """numpy's accumulator: ``dtype`` if given, else int64 for bools and small integers."""
+    a = typeof(x)
+    if dtype is not None:
+        return lax.convert_element_type(x, dtype)
+    if a.dtype == bool_ or (np.issubdtype(a.dtype, np.integer) and a.dtype != int64):
+        return lax.convert_element_type(x, int64)
+    return x
+
+
 def sum(x, axis=None, dtype=None, keepdims=False):
     x = _prep(x)
-    a = typeof(x)
-    if a.dtype == bool_ or (np.issubdtype(a.dtype, np.integer) and a.dtype != int64 and dtype is None):
-        x = lax.convert_element_type(x, int64)
-    if dtype is not None:
-        x = lax.convert_element_type(x, dtype)
+    shape = typeof(x).shape
+    x = _accumulation_dtype(x, dtype)
     axes = _axes(x, axis)
-    return _keep(a.shape, lax.reduce_sum(x, axes), axes, keepdims)
+    return _keep(shape, lax.reduce_sum(x, axes), axes, keepdims)
 
 
 def prod(x, axis=None, dtype=None, keepdims=False):
     x = _prep(x)
-    a = typeof(x)
-    if a.dtype == bool_ or (np.issubdtype(a.dtype, np.integer) and a.dtype != int64 and dtype is None):
-        x = lax.convert_element_type(x, int64)
-    if dtype is not None:
-        x = lax.convert_element_type(x, dtype)
+    shape = typeof(x).shape
+    x = _accumulation_dtype(x, dtype)
     axes = _axes(x, axis)
-    return _keep(a.shape, lax.reduce_prod(x, axes), axes, keepdims)
+    return _keep(shape, lax.reduce_prod(x, axes), axes, keepdims)
 
 
 def _extremum(lax_fn, name, x, axis, keepdims):
@@ -141,15 +145,11 @@ argmin = _arg(lax.argmin, "argmin")
 
 def cumsum(x, axis=None, dtype=None):
     x = _prep(x)
-    a = typeof(x)
     if axis is None:
         from .shape_ops import ravel
         x = ravel(x)
         axis = 0
-    if a.dtype == bool_ or (np.issubdtype(a.dtype, np.integer) and a.dtype != int64 and dtype is None):
-        x = lax.convert_element_type(x, int64)
-    if dtype is not None:
-        x = lax.convert_element_type(x, dtype)
+    x = _accumulation_dtype(x, dtype)
     (ax,) = _axes(x, axis)
     return lax.cumsum(x, ax)
 
