@@ -24,34 +24,10 @@ DimLike = Union[int, Var, ir.Value]
 
 
 def get_mlir_context() -> ir.Context:
-    """The shared MLIR context (``mlir_passes.context.get_context``), with a local fallback."""
-    try:
-        from mlir_passes.context import get_context, register_passes
-    except ImportError:  # pragma: no cover - mlir_passes is part of this repository
-        return _fallback_context()
-    # register first: get_context() builds the context under a lock that register_passes()
-    # also takes (not re-entrant), so calling it cold would deadlock.
-    register_passes()
+    """The shared MLIR context with every dialect loaded (built by ``mlir_passes``, which
+    holds the jaxlib-private calls this needs)."""
+    from mlir_passes.context import get_context
     return get_context()
-
-
-_FALLBACK = None
-
-
-def _fallback_context() -> ir.Context:  # pragma: no cover
-    global _FALLBACK
-    if _FALLBACK is None:
-        from jaxlib.mlir.dialects import chlo
-        from jaxlib.mlir._mlir_libs import _jax_mlir_ext
-        ctx = ir.Context()
-        reg = ir.DialectRegistry()
-        _jax_mlir_ext.register_dialects(reg)
-        ctx.append_dialect_registry(reg)
-        ctx.load_all_available_dialects()
-        hlo.register_dialect(ctx)
-        chlo.register_dialect(ctx)
-        _FALLBACK = ctx
-    return _FALLBACK
 
 
 # ----------------------------------------------------------------------------------------------
