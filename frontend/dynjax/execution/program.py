@@ -21,8 +21,8 @@ import numpy as np
 
 from ..core.jaxpr import ClosedJaxpr, Jaxpr, Literal, Var
 from ..core.primitive import impl_rules
-from .analysis import (_FOLDABLE, dims_of, fixed_inputs, foldable_vars, is_scalar, needed_vars,
-                       nested_jaxprs, statically_compilable)
+from .analysis import _FOLDABLE, dims_of, foldable_vars, is_scalar, needed_vars, statically_compilable
+from .size_checks import check_sizes
 
 
 class Stats:
@@ -94,59 +94,6 @@ class Segment:
         self.last_specialized = text
         self.cache[key] = exe
         return exe
-
-
-class SizeError(ValueError):
-    pass
-
-
-def check_sizes(jaxpr: Jaxpr, known: Dict[int, int], describe_input, input_pos: Dict[int, int]):
-    """Evaluate the foldable integer scalars on the host and reject negative sizes and zero
-    for_loop steps before anything is compiled (XLA would fail obscurely, or hang)."""
-    from ..control_flow.primitives import for_loop_p
-
-    def where(var, eqn=None):
-        if id(var) in input_pos:
-            return describe_input(input_pos[id(var)])
-        if eqn is not None and eqn.source_info:
-            f, line = eqn.source_info
-            return f"the size computed at {f}:{line}"
-        return "a size"
-
-    def walk(jx, env):
-        def value(a):
-            return int(a.val) if isinstance(a, Literal) else env.get(id(a))
-        producer = {}
-        for v in jx.invars:
-            for d in dims_of(v.aval):
-                if (env.get(id(d)) or 0) < 0:
-                    raise SizeError(f"{where(d)} is used as a size but is negative ({env[id(d)]})")
-        for eqn in jx.eqns:
-            if eqn.primitive in _FOLDABLE and all(is_scalar(o) for o in eqn.outvars):
-                vals = [value(a) for a in eqn.invars]
-                if all(x is not None for x in vals):
-                    out = np.asarray(impl_rules[eqn.primitive](*[np.asarray(x) for x in vals], **eqn.params))
-                    if np.issubdtype(out.dtype, np.integer):
-                        env[id(eqn.outvars[0])] = int(out)
-                        producer[id(eqn.outvars[0])] = eqn
-            for o in eqn.outvars:
-                for d in dims_of(o.aval):
-                    val = env.get(id(d))
-                    if val is not None and val < 0:
-                        raise SizeError(f"{where(d, producer.get(id(d), eqn))} is used as a size but is "
-                                        f"negative ({val})")
-            if eqn.primitive is for_loop_p and value(eqn.invars[eqn.params["body_nconsts"] + 2]) == 0:
-                loc = f" (at {eqn.source_info[0]}:{eqn.source_info[1]})" if eqn.source_info else ""
-                raise ValueError(f"for_loop: step must not be zero, the loop would never end{loc}")
-            for sub, pairs in zip(nested_jaxprs(eqn), fixed_inputs(eqn)):
-                inner = {}
-                for k, j in pairs:
-                    x = value(eqn.invars[j])
-                    if x is not None and _is_int_scalar(sub.invars[k]):
-                        inner[id(sub.invars[k])] = x
-                walk(sub, inner)
-
-    walk(jaxpr, dict(known))
 
 
 class HostStep:
