@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
+import dynjax
 import dynjax.numpy as jnp
 from helpers import check_three_ways
 
@@ -533,10 +534,17 @@ def test_shape_transforms(name, spec, f, np_f, dtype, sizes, seed):
                      abstracted_axes=(dyn_axes(spec),))
 
 
-def test_squeeze_keeps_dynamic_axes():
-    # axis=None squeezes only the static 1s: a dynamic axis of size 1 is not known to be 1
-    check_three_ways(jnp.squeeze, lambda x: np.squeeze(x, (0, 2)), lambda n: (rand(0, (1, n, 1)),),
-                     [3, 1, 0], abstracted_axes=({1: "n"},), ways=["dynamic"])
+def test_squeeze_without_axis_on_a_dynamic_axis_is_refused():
+    # whether a dynamic axis of size 1 is dropped would depend on its run-time size, where
+    # eager numpy (static shapes) drops it: refuse instead of differing silently
+    with pytest.raises(TypeError, match=r"squeeze\(\) without axis .* axis 1 is dynamic.*axis="):
+        dynjax.make_jaxpr(jnp.squeeze, abstracted_axes=({1: "n"},))(np.ones((1, 1, 1)))
+    with pytest.raises(TypeError, match="pass axis="):
+        dynjax.qjit(lambda x: jnp.squeeze(x), abstracted_axes={0: "n"})(np.ones(1))
+    # naming the static axes works at every size, 1 included
+    check_three_ways(lambda x: jnp.squeeze(x, (0, 2)), lambda x: np.squeeze(x, (0, 2)),
+                     lambda n: (rand(0, (1, n, 1)),), [3, 1, 0], abstracted_axes=({1: "n"},))
+    assert jnp.squeeze(np.ones((1, 1))).shape == ()   # eager: numpy's semantics
 
 
 CONCATS = [  # specs of the operands ('n' and 'm' are dynamic), axis

@@ -18,14 +18,14 @@ from __future__ import annotations
 import functools
 import inspect
 import warnings
-from typing import Any, Callable, Dict, Optional
+from typing import Callable, Dict, Optional
 
 import numpy as np
 
 from .core import pytree
-from .core.errors import api_boundary, user_stacklevel
-from .core.staging import JaxprTrace
-from .core.trace import _dynamic, _eval_trace, current_trace
+from .core.errors import api_boundary, user_error, user_stacklevel
+from .core.trace import is_tracing
+from .execution.lru import BoundedCache, check_cache_size, default_cache_size
 from .execution.program import Program, Stats
 from .tracing import (ShapeDtypeStruct, TracedFunction, _axis_names, _per_arg_specs, _spec_leaves,
                       implicit_values, leaf_aval, normalize_static_argnums, trace_function)
@@ -40,13 +40,36 @@ class _Entry:
         self.program = Program(closed.jaxpr, closed.consts, stats, describe_input)
         self.explicit = [i for i, e in enumerate(closed.jaxpr.out_explicit) if e]
         self.dtypes = [a.dtype for a, e in closed.jaxpr.in_type if e]
+        self.mlir: Optional[str] = None   # the lowered module, printed on demand
 
 
-_ARRAY_TYPES = frozenset({np.ndarray, np.float64, np.float32, np.int64, np.int32, np.bool_})
-_NO_FAST = object()   # an argument kind the fast path does not handle (never a key entry)
+_NUMPY_INTS = frozenset({np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32, np.uint64})
+_NUMPY_SCALARS = frozenset({np.float16, np.float32, np.float64, np.bool_}) | _NUMPY_INTS
+_NO_FAST = object()   # an argument kind the fast path does not handle (never in a registered key)
+
+
+def _fast_leaf_key(a):
+    """How one positional argument enters the dispatch key of the fast path.
+
+    The key must hold everything baked into the executable it leads to. An integer scalar
+    of any kind (Python int, numpy integer, 0-d integer array) may be a size, whose value
+    is baked: it is keyed by value. Other arrays are keyed by shape and dtype."""
+    t = type(a)
+    if t is np.ndarray:
+        if a.ndim == 0 and a.dtype.kind in "iu":
+            return (a.dtype, int(a))
+        return (a.shape, a.dtype)
+    if t is int:
+        return a
+    if t in _NUMPY_INTS:
+        return (t, int(a))
+    if t in _NUMPY_SCALARS:
+        return t
+    return _NO_FAST
 
 
 def _leaf_key(x):
+    """How one argument leaf enters the concrete-signature key (which picks a trace)."""
     t = type(x)
     if t is np.ndarray:
         return (x.shape, x.dtype)
@@ -54,18 +77,16 @@ def _leaf_key(x):
         return t
     if isinstance(x, np.generic):
         return ((), x.dtype)
-    if isinstance(x, (list, tuple)):
-        a = np.asarray(x)
-        return (a.shape, a.dtype)
     if isinstance(x, ShapeDtypeStruct):
         return (x.shape, x.dtype)
-    return (type(x), getattr(x, "shape", None), str(getattr(x, "dtype", None)))
+    return (t, getattr(x, "shape", None), str(getattr(x, "dtype", None)))
 
 
 class QJIT:
     """A function compiled just in time; see the module docstring."""
 
-    def __init__(self, fun: Callable, static_argnums=None, static_argnames=None, abstracted_axes=None):
+    def __init__(self, fun: Callable, static_argnums=None, static_argnames=None, abstracted_axes=None,
+                 cache_size: Optional[int] = None):
         functools.update_wrapper(self, fun)
         self.fun = fun
         self.signature = _signature(fun)
@@ -80,13 +101,16 @@ class QJIT:
                 nums.append(names.index(n))
         self.static_argnums = tuple(sorted(set(nums)))
         self.abstracted_axes = abstracted_axes
-        self.stats = Stats()
+        self.cache_size = default_cache_size() if cache_size is None else check_cache_size(cache_size)
+        self.stats = Stats(self.cache_size)
         self.traces = 0
         self.calls = 0
-        self._by_abstract: Dict[Any, _Entry] = {}
-        self._by_concrete: Dict[Any, _Entry] = {}
-        self._fast: Dict[Any, tuple] = {}   # concrete key -> (entry, executable, ...): see __call__
-        self._last: Optional[_Entry] = None
+        # Bounded, thread-safe caches (execution/lru.py). Each call reads them, never writes
+        # per-call state on shared objects.
+        self._by_abstract = BoundedCache(self.cache_size)   # abstract signature -> _Entry
+        self._by_concrete = BoundedCache(self.cache_size)   # concrete leaf signature -> _Entry
+        self._fast = BoundedCache(self.cache_size)   # fast key -> (entry, executable, ...): see __call__
+        self._last: Optional[_Entry] = None   # introspection only (f.jaxpr): the latest call's trace
         self._aot_leaves = None
         self._aot_compile()
 
@@ -112,7 +136,7 @@ class QJIT:
                 return
         self._aot_leaves = specs
         entry = self._trace(tuple(specs), {})
-        self._by_abstract[self._abstract_key(tuple(specs), {})] = entry
+        self._by_abstract.put(self._abstract_key(tuple(specs), {}), entry)
 
     def _effective_axes(self, nargs):
         """abstracted_axes, completed with the dynamic (None) axes of annotated arrays."""
@@ -184,12 +208,11 @@ class QJIT:
 
     # --- calling ---------------------------------------------------------------------------
     def __call__(self, *args, **kwargs):
-        # Fast path: arguments seen before (numpy arrays by shape and dtype, Python ints by
-        # value) whose trace is one executable: look it up and run it, nothing else.
-        if self._fast and not kwargs and _dynamic[-1] is _eval_trace:
+        # Fast path: positional arguments seen before, whose trace is one executable: look it
+        # up and run it, nothing else. The key holds what the executable bakes in.
+        if not kwargs and not is_tracing():
             try:
-                hit = self._fast.get(tuple([(a.shape, a.dtype) if type(a) in _ARRAY_TYPES
-                                            else a if type(a) is int else _NO_FAST for a in args]))
+                hit = self._fast.get(tuple([_fast_leaf_key(a) for a in args]))
             except TypeError:
                 hit = None
             if hit is not None:
@@ -200,85 +223,92 @@ class QJIT:
                 if single is not None:
                     return outs[single]
                 return pytree.tree_unflatten(entry.traced.out_tree, [outs[i] for i in explicit])
-        return self._call(*args, **kwargs)
+        try:
+            return self._call(*args, **kwargs)
+        except Exception as e:
+            raise user_error(e)
 
-    @api_boundary
     def _call(self, *args, **kwargs):
-        if isinstance(current_trace(), JaxprTrace):
+        if is_tracing():
             return self.fun(*args, **kwargs)   # nested qjit: inline into the caller's trace
-        args = self._bind_kwargs(args, kwargs)
+        self._check_call(args, kwargs)
+        args, kwargs = self._bind_kwargs(args, kwargs)
         self.calls += 1
-        if not kwargs:
-            dyn = self._dynamic_args(args)
-            try:
-                key = (tuple(_leaf_key(x) for x in dyn),
-                       tuple(_hashable(args[i], i) for i in self.static_argnums if i < len(args)))
-                flat_ok = all(not isinstance(x, (list, tuple, dict)) or isinstance(x, np.ndarray) for x in dyn)
-            except TypeError:
-                key, flat_ok = None, False
-            entry = self._by_concrete.get(key) if flat_ok else None
-        else:
-            entry, key, flat_ok = None, None, False
+        # One rule for what an argument is, on every path: a pytree whose leaves are arrays or
+        # scalars. Lists and tuples are pytrees, never converted to arrays.
+        leaves, tree = pytree.tree_flatten((self._dynamic_args(args), kwargs))
+        try:
+            key = (tree, tuple([_leaf_key(x) for x in leaves]),
+                   tuple(_hashable(args[i], i) for i in self.static_argnums if i < len(args)))
+            hash(key)
+        except TypeError:
+            key = None
+        entry = self._by_concrete.get(key) if key is not None else None
         if entry is None:
             entry = self._lookup(args, kwargs)
-            if flat_ok and key is not None:
-                self._by_concrete[key] = entry
+            if key is not None:
+                self._by_concrete.put(key, entry)
         self._last = entry
-        out = self._run(entry, args, kwargs)
-        if flat_ok and not kwargs:
-            self._register_fast(entry, args)
+        out, exe = self._run(entry, leaves)
+        if exe is not None and not kwargs:
+            self._register_fast(entry, exe, args)
         return out
 
-    def _register_fast(self, entry: _Entry, args):
+    def _check_call(self, args, kwargs):
+        """Arguments that do not fit the function's parameters: a TypeError naming it."""
+        if self.signature is None:
+            return
+        try:
+            self.signature.bind(*args, **kwargs)
+        except TypeError as e:
+            raise TypeError(f"{getattr(self.fun, '__name__', 'the function')}(): {e}") from None
+
+    def _register_fast(self, entry: _Entry, exe, args):
         """Remember a direct plan for this signature when nothing but one executable is needed:
         no static arguments or pytrees, every array already of the traced dtype, and the baked
-        integers are the implicit dims and integer arguments (part of the key)."""
+        integers are the implicit dims and integer arguments (keyed by value)."""
         seg = entry.program.single
         nimp = len(entry.traced.signature.dim_names)
-        if seg is None or seg.last_executable is None or self.static_argnums or len(self._fast) >= 256:
+        if self.static_argnums or len(args) != len(entry.dtypes) or any(p < nimp for p in seg.runtime):
+            return
+        keys = [_fast_leaf_key(a) for a in args]
+        if any(k is _NO_FAST for k in keys):
             return
         for a, dt in zip(args, entry.dtypes):
-            if not ((type(a) in _ARRAY_TYPES and a.dtype == dt) or type(a) is int):
+            if type(a) is not int and a.dtype != dt:
                 return
-        if len(args) != len(entry.dtypes) or any(p < nimp for p in seg.runtime):
-            return
-        if any(type(args[p - nimp]) not in _ARRAY_TYPES for p in seg.runtime):
+        if any(type(args[p - nimp]) is int for p in seg.runtime):
             return   # a runtime integer would make the key value-dependent for nothing
         runtime = [p - nimp for p in seg.runtime]
         runtime = None if runtime == list(range(len(args))) else runtime
         tree = entry.traced.out_tree
         single = entry.explicit[0] if tree.kind == "leaf" and len(entry.explicit) == 1 else None
-        key = tuple((a.shape, a.dtype) if type(a) in _ARRAY_TYPES else a for a in args)
-        self._fast[key] = (entry, seg.last_executable, runtime, entry.explicit, single)
+        self._fast.put(tuple(keys), (entry, exe, runtime, entry.explicit, single))
 
     def _bind_kwargs(self, args, kwargs):
-        """Move keyword arguments that name positional parameters into ``args``."""
+        """Move keyword arguments that name positional parameters into ``args``; keyword-only
+        parameters stay keywords. Returns ``(args, kwargs)``."""
         if not kwargs or self.signature is None:
-            return args
-        names = list(self.signature.parameters)
-        args = list(args)
-        for i in range(len(args), len(names)):
-            n = names[i]
-            if n in kwargs:
-                args.append(kwargs.pop(n))
+            return args, kwargs
+        params = list(self.signature.parameters.values())
+        args, kwargs = list(args), dict(kwargs)
+        for p in params[len(args):]:
+            if p.kind not in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD):
+                break
+            if p.name in kwargs:
+                args.append(kwargs.pop(p.name))
+            elif p.default is not inspect.Parameter.empty and any(
+                    q.name in kwargs for q in params[len(args) + 1:]
+                    if q.kind is q.POSITIONAL_OR_KEYWORD):
+                args.append(p.default)
             else:
-                p = self.signature.parameters[n]
-                if p.default is inspect.Parameter.empty:
-                    break
-                if any(m in kwargs for m in names[i + 1:]):
-                    args.append(p.default)
-                else:
-                    break
-        return tuple(args)
+                break
+        return tuple(args), kwargs
 
     def _lookup(self, args, kwargs) -> _Entry:
         args = self._check_aot(args)
         akey = self._abstract_key(args, kwargs)
-        entry = self._by_abstract.get(akey)
-        if entry is None:
-            entry = self._trace(args, kwargs)
-            self._by_abstract[akey] = entry
-        return entry
+        return self._by_abstract.get_or_fill(akey, lambda: self._trace(args, kwargs))
 
     def _check_aot(self, args):
         """Check arguments against the annotations; returns them cast to the annotated dtypes.
@@ -314,21 +344,20 @@ class QJIT:
         names = list(self.signature.parameters)
         return names[k] if k < len(names) else f"#{k}"
 
-    def _run(self, entry: _Entry, args, kwargs):
-        traced = entry.traced
-        dyn = self._dynamic_args(args)
-        leaves = []
-        for a in dyn:
-            leaves += pytree.tree_flatten(a)[0] if isinstance(a, (list, tuple, dict)) or a is None \
-                else [a]
-        if kwargs:
-            leaves += pytree.tree_flatten(kwargs)[0]
-        sig = traced.signature
+    def _run(self, entry: _Entry, leaves):
+        """Run a trace on the flat argument leaves; returns the result and, when the trace is
+        one executable, that executable (for the fast path)."""
+        sig = entry.traced.signature
         leaves = [self._coerce(x, dt, i, sig) for i, (x, dt) in enumerate(zip(leaves, entry.dtypes))]
         dims = implicit_values(sig, leaves) if sig.dim_names else []
-        outs = entry.program.run(dims + leaves)
+        program, args = entry.program, dims + leaves
+        if program.single is not None:
+            exe = program.single.executable(args)
+            outs = exe(*[args[i] for i in program.single.runtime])
+        else:
+            exe, outs = None, program.run(args)
         explicit = [outs[i] for i in entry.explicit]
-        return pytree.tree_unflatten(traced.out_tree, explicit)
+        return pytree.tree_unflatten(entry.traced.out_tree, explicit), exe
 
     def _coerce(self, x, dtype, i, sig):
         t = type(x)
@@ -349,46 +378,47 @@ class QJIT:
         raise TypeError(f"{sig.leaf_where[i]} is a {type(x).__name__}, not an array or scalar")
 
     # --- introspection -----------------------------------------------------------------------
-    def _entry(self) -> _Entry:
-        if self._last is None:
-            if self._by_abstract:
-                return next(iter(self._by_abstract.values()))
-            raise RuntimeError(f"{self.__name__} has not been traced yet: call it once (or annotate "
-                               "its parameters for ahead-of-time compilation)")
-        return self._last
+    def _entry(self) -> Optional[_Entry]:
+        """The latest call's trace, else any trace (ahead-of-time), else None."""
+        if self._last is not None:
+            return self._last
+        traced = self._by_abstract.values()
+        return traced[-1] if traced else None
 
     @property
     def jaxpr(self):
-        """The ClosedJaxpr of the last call's trace."""
-        return self._entry().traced.closed_jaxpr
+        """The ClosedJaxpr of the latest call's trace (None before the first call, unless
+        compiled ahead of time)."""
+        e = self._entry()
+        return None if e is None else e.traced.closed_jaxpr
 
     @property
-    def mlir(self) -> str:
-        """The dynamic StableHLO module (``?`` dims) of the last call's trace."""
+    def mlir(self) -> Optional[str]:
+        """The dynamic StableHLO module (``?`` dims) of the latest call's trace (None before
+        the first call, unless compiled ahead of time)."""
         from .lowering import module_text
         e = self._entry()
-        if getattr(e, "_mlir", None) is None:
-            e._mlir = module_text(e.traced.closed_jaxpr)
-        return e._mlir
+        if e is None:
+            return None
+        if e.mlir is None:
+            e.mlir = module_text(e.traced.closed_jaxpr)
+        return e.mlir
 
     @property
-    def mlir_specialized(self) -> str:
-        """The static modules compiled for the last call's signature."""
-        segs = self._entry().program.segments()
-        texts = [s.last_specialized for s in segs if s.last_specialized]
-        if not texts:
-            raise RuntimeError("nothing has been compiled yet: call the function first")
-        return "\n".join(texts)
+    def mlir_specialized(self) -> Optional[str]:
+        """The static modules compiled for the latest call's signature (None before a call)."""
+        e = self._entry()
+        texts = [s.last_specialized for s in e.program.segments() if s.last_specialized] if e else []
+        return "\n".join(texts) if texts else None
 
     @property
-    def hlo(self) -> str:
-        """XLA's optimized HLO of the executables used by the last call."""
+    def hlo(self) -> Optional[str]:
+        """XLA's optimized HLO of the executables used by the latest call (None before a call)."""
         from .runtime import hlo_text
-        segs = self._entry().program.segments()
-        texts = [hlo_text(s.last_executable) for s in segs if s.last_executable is not None]
-        if not texts:
-            raise RuntimeError("nothing has been compiled yet: call the function first")
-        return "\n".join(texts)
+        e = self._entry()
+        texts = [hlo_text(s.last_executable) for s in e.program.segments()
+                 if s.last_executable is not None] if e else []
+        return "\n".join(texts) if texts else None
 
     def cache_info(self) -> Dict[str, int]:
         """How many traces, lowerings, specializations and compilations happened."""
@@ -424,9 +454,13 @@ def _signature(fun):
 
 
 def qjit(fun: Optional[Callable] = None, *, static_argnums=None, static_argnames=None,
-         abstracted_axes=None):
-    """Compile ``fun`` with dynamic shapes; usable as ``@qjit`` or ``@qjit(...)``."""
+         abstracted_axes=None, cache_size: Optional[int] = None):
+    """Compile ``fun`` with dynamic shapes; usable as ``@qjit`` or ``@qjit(...)``.
+
+    ``cache_size`` bounds each of the function's in-memory caches (traces, executables per
+    program segment, the dispatch table), least recently used first out; the default is
+    ``$DYNJAX_CACHE_SIZE`` or 64."""
     @api_boundary
     def wrap(f):
-        return QJIT(f, static_argnums, static_argnames, abstracted_axes)
+        return QJIT(f, static_argnums, static_argnames, abstracted_axes, cache_size)
     return wrap if fun is None else wrap(fun)

@@ -27,6 +27,7 @@ from .core.errors import api_boundary
 from .core.expansion import expand_outputs, parse_input_type
 from .core.jaxpr import ClosedJaxpr
 from .core.staging import new_jaxpr_trace
+from .core.trace import Tracer
 
 
 @dataclass(frozen=True)
@@ -81,6 +82,10 @@ def _per_arg_specs(abstracted_axes, nargs: int):
         return [None] * nargs
     if isinstance(abstracted_axes, dict):
         return [abstracted_axes] * nargs
+    if isinstance(abstracted_axes, (tuple, list)) and abstracted_axes and all(
+            isinstance(n, str) for n in abstracted_axes):
+        # JAX's leaf form ('n', 'm'): the leading axes of every array argument
+        return [dict(enumerate(abstracted_axes))] * nargs
     if isinstance(abstracted_axes, (tuple, list)):
         specs = list(abstracted_axes)
         if len(specs) > nargs:
@@ -123,8 +128,12 @@ class InputSignature:
 
 
 def input_signature(leaves: Sequence[Any], leaf_specs: Sequence[Any], leaf_where: Sequence[str],
-                    avals: Optional[Sequence[ShapedArray]] = None) -> InputSignature:
-    """Build the expanded in_type for argument leaves with their abstracted-axis specs."""
+                    avals: Optional[Sequence[ShapedArray]] = None,
+                    check_shared: bool = False) -> InputSignature:
+    """Build the expanded in_type for argument leaves with their abstracted-axis specs.
+
+    With ``check_shared``, axes sharing a name must have the same size in the given
+    arguments (a ``TypeError`` otherwise; ``qjit`` checks at call time instead)."""
     avals = list(avals) if avals is not None else [leaf_aval(x, w) for x, w in zip(leaves, leaf_where)]
     names: List[Any] = []
     index: Dict[Any, int] = {}
@@ -143,6 +152,10 @@ def input_signature(leaves: Sequence[Any], leaf_specs: Sequence[Any], leaf_where
             sources[index[key]].append((li, ax))
             row[ax] = ("dim", index[key])
         rows.append(row)
+    if check_shared:
+        for name, occ in zip(names, sources):
+            known = [(li, ax) for li, ax in occ if not _unknown_size(leaves[li], ax)]
+            _check_same_size(name, known, lambda li, ax: avals[li].shape[ax], leaf_where, TypeError)
     in_type = [(dim_aval(), False) for _ in names]
     for aval, row in zip(avals, rows):
         shape = tuple(DBIdx(d[1]) if isinstance(d, tuple) else d for d in row)
@@ -156,11 +169,24 @@ def trace_flat(fun_flat: Callable, in_type) -> Tuple[ClosedJaxpr, Any]:
         args = parse_input_type(scope, in_type)
         explicit = [t for t, (_, e) in zip(args, in_type) if e]
         out_leaves, out_tree = fun_flat(*explicit)
+        for i, x in enumerate(out_leaves):
+            _check_result(x, i, out_tree)
         out_leaves = [scope.full_raise(x) for x in out_leaves]
         outs, out_explicit = expand_outputs(out_leaves, args)
         jaxpr = scope.to_jaxpr(args, outs, [e for _, e in in_type], out_explicit)
         consts = list(scope.constvals)
     return ClosedJaxpr(jaxpr, consts), out_tree
+
+
+def _check_result(x, i: int, out_tree) -> None:
+    """A returned leaf must be an array or a number: say which one is not."""
+    if isinstance(x, (Tracer, bool, int, float, complex)):
+        return
+    if isinstance(x, (np.ndarray, np.generic)) and x.dtype.kind in "biufc":
+        return
+    where = "the returned value" if out_tree.num_leaves == 1 else f"returned value {i} (in {out_tree})"
+    raise TypeError(f"{where} is a {type(x).__name__} ({x!r:.40}); a traced function must return "
+                    "arrays, numbers, or pytrees of them")
 
 
 def normalize_static_argnums(static_argnums, nargs: Optional[int] = None) -> Tuple[int, ...]:
@@ -188,7 +214,8 @@ class TracedFunction:
 
 
 def trace_function(fun: Callable, args: Sequence[Any], kwargs: Dict[str, Any], static_argnums=(),
-                   abstracted_axes=None, avals: Optional[Sequence[ShapedArray]] = None) -> TracedFunction:
+                   abstracted_axes=None, avals: Optional[Sequence[ShapedArray]] = None,
+                   check_shared: bool = False) -> TracedFunction:
     """Trace ``fun(*args, **kwargs)``; static args are baked in, the rest become inputs."""
     static = set(normalize_static_argnums(static_argnums, len(args)))
     dyn_positions = [i for i in range(len(args)) if i not in static]
@@ -208,7 +235,7 @@ def trace_function(fun: Callable, args: Sequence[Any], kwargs: Dict[str, Any], s
         leaves.append(leaf)
         leaf_specs.append(None)
         leaf_where.append("keyword argument")
-    sig = input_signature(leaves, leaf_specs, leaf_where, avals)
+    sig = input_signature(leaves, leaf_specs, leaf_where, avals, check_shared)
     counts = [t.num_leaves for t in trees]
 
     def fun_flat(*explicit):
@@ -247,7 +274,8 @@ def make_jaxpr(fun: Callable, static_argnums=None, abstracted_axes=None):
     """
     @api_boundary
     def traced(*args, **kwargs):
-        return trace_function(fun, args, kwargs, static_argnums, abstracted_axes).closed_jaxpr
+        return trace_function(fun, args, kwargs, static_argnums, abstracted_axes,
+                              check_shared=True).closed_jaxpr
     traced.__name__ = f"make_jaxpr({getattr(fun, '__name__', 'fun')})"
     return traced
 
@@ -259,15 +287,25 @@ def implicit_values(sig: InputSignature, leaves: Sequence[Any]) -> List[int]:
     """
     values = []
     for name, occ in zip(sig.dim_names, sig.dim_sources):
-        size = None
-        first = None
-        for li, ax in occ:
-            n = np.shape(leaves[li])[ax]
-            if size is None:
-                size, first = n, (li, ax)
-            elif n != size:
-                label = f"'{name}'" if isinstance(name, str) and not name.startswith("__") else "(unnamed)"
-                raise ValueError(f"abstracted axis {label} has size {size} in axis {first[1]} of "
-                                 f"{sig.leaf_where[first[0]]} but size {n} in axis {ax} of {sig.leaf_where[li]}")
-        values.append(int(size))
+        values.append(_check_same_size(name, occ, lambda li, ax: np.shape(leaves[li])[ax],
+                                       sig.leaf_where, ValueError))
     return values
+
+
+def _check_same_size(name, occurrences, size_of, leaf_where, error) -> Optional[int]:
+    """The common size of the axes ``occurrences`` sharing ``name``; ``error`` when they differ."""
+    size = first = None
+    for li, ax in occurrences:
+        n = size_of(li, ax)
+        if size is None:
+            size, first = n, (li, ax)
+        elif n != size:
+            label = f"'{name}'" if isinstance(name, str) and not name.startswith("__") else "(unnamed)"
+            raise error(f"abstracted axis {label} has size {size} in axis {first[1]} of "
+                        f"{leaf_where[first[0]]} but size {n} in axis {ax} of {leaf_where[li]}")
+    return None if size is None else int(size)
+
+
+def _unknown_size(leaf, axis) -> bool:
+    """Whether an argument leaf leaves the size of ``axis`` open (a ``None`` in a spec)."""
+    return isinstance(leaf, ShapeDtypeStruct) and leaf.shape[axis] is None

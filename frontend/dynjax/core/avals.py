@@ -51,6 +51,8 @@ def canonical_dtype(dtype: Any) -> np.dtype:
         dt = np.dtype(dtype)
     except TypeError as e:
         raise TypeError(f"dtype {dtype!r} is not understood") from e
+    if not dt.isnative:   # big-endian data: the same numbers, converted on the way in
+        dt = dt.newbyteorder("=")
     if dt in SUPPORTED_DTYPES:
         return dt
     if dt in _DTYPE_ALIASES:

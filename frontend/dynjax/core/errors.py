@@ -30,6 +30,15 @@ def filter_traceback(tb):
     return new
 
 
+def user_error(e: BaseException) -> BaseException:
+    """``e`` with dynjax's own frames removed from its traceback (re-raise it at the entry
+    point: the traceback then shows the user's call, that entry frame, and the user's frames
+    inside it, e.g. the traced function's line)."""
+    if os.environ.get("DYNJAX_TRACEBACK_FILTERING", "on") == "off":
+        return e
+    return e.with_traceback(filter_traceback(e.__traceback__))
+
+
 def api_boundary(fun):
     """Decorate a public entry point so that errors show the user's frames only."""
     @functools.wraps(fun)
@@ -37,12 +46,7 @@ def api_boundary(fun):
         try:
             return fun(*args, **kwargs)
         except Exception as e:
-            if os.environ.get("DYNJAX_TRACEBACK_FILTERING", "on") == "off":
-                raise
-            tb = filter_traceback(e.__traceback__)
-            if tb is None:
-                raise
-            raise e.with_traceback(tb)
+            raise user_error(e)
     return wrapper
 
 

@@ -64,6 +64,7 @@ class JaxprTrace(Trace):
         self.captured: List[tuple] = []         # (outer tracer, inner tracer), in capture order
         self._captured_ids: Dict[int, Tracer] = {}
         self.known_dims: set = set()            # ids of tracers used as a dimension somewhere
+        self._memo: Dict[object, Tracer] = {}   # see ``memoized``
 
     # --- creating tracers ---------------------------------------------------------------------
     def _var_aval(self, aval):
@@ -135,6 +136,14 @@ class JaxprTrace(Trace):
         self._captured_ids[key] = inner
         self._captured_ids[id(outer)] = inner
         return inner
+
+    def memoized(self, key, make):
+        """A tracer of this scope computed once for ``key`` and reused afterwards (keys hold
+        ids of tracers of this scope, which stay unique while it records)."""
+        t = self._memo.get(key)
+        if t is None:
+            t = self._memo[key] = make()
+        return t
 
     # --- recording ----------------------------------------------------------------------------
     def process_primitive(self, primitive, tracers, params):

@@ -14,6 +14,7 @@ New interpretations (jvp, vmap, ...) subclass ``Trace`` and push themselves with
 from __future__ import annotations
 
 import contextlib
+import threading
 from typing import List
 
 
@@ -83,38 +84,55 @@ class EvalTrace(Trace):
 
 
 _eval_trace = EvalTrace(0)
-_stack: List[Trace] = [_eval_trace]
-# The innermost staging trace (or the eval trace): every bind is interpreted at least there.
-_dynamic: List[Trace] = [_eval_trace]
+
+
+class _ThreadState(threading.local):
+    """The interpreter stack of one thread. Tracing on one thread never sees another
+    thread's traces: each thread starts with only the eval trace."""
+
+    def __init__(self):
+        self.stack: List[Trace] = [_eval_trace]
+        # The innermost staging trace (or the eval trace): every bind is interpreted at least there.
+        self.dynamic: List[Trace] = [_eval_trace]
+
+
+_state = _ThreadState()
 
 
 def current_trace() -> Trace:
-    return _dynamic[-1]
+    """The innermost staging trace of this thread (the eval trace when nothing is traced)."""
+    return _state.dynamic[-1]
+
+
+def is_tracing() -> bool:
+    """Whether this thread is inside a staging scope (a jaxpr is being recorded)."""
+    return _state.dynamic[-1] is not _eval_trace
 
 
 def next_level() -> int:
-    return len(_stack)
+    return len(_state.stack)
 
 
 @contextlib.contextmanager
 def new_trace(trace: Trace, dynamic: bool = False):
-    """Push ``trace`` on the stack for the duration of the block (and make it the
+    """Push ``trace`` on this thread's stack for the duration of the block (and make it the
     dynamic trace when ``dynamic``: staging traces capture every bind)."""
-    _stack.append(trace)
+    state = _state
+    state.stack.append(trace)
     if dynamic:
-        _dynamic.append(trace)
+        state.dynamic.append(trace)
     try:
         yield trace
     finally:
         trace.active = False
         if dynamic:
-            _dynamic.pop()
-        _stack.pop()
+            state.dynamic.pop()
+        state.stack.pop()
 
 
 def bind(primitive: Primitive, *args, **params):
     """Apply ``primitive`` to ``args`` under the appropriate interpreter."""
-    top = _dynamic[-1]
+    top = _state.dynamic[-1]
     for a in args:
         if isinstance(a, Tracer) and a._trace.level > top.level:
             top = a._trace

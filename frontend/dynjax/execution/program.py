@@ -15,6 +15,7 @@ the executable, execute.
 """
 from __future__ import annotations
 
+import threading
 from typing import Any, Dict, List, Optional, Sequence
 
 import numpy as np
@@ -22,13 +23,16 @@ import numpy as np
 from ..core.jaxpr import ClosedJaxpr, Jaxpr, Literal, Var
 from ..core.primitive import impl_rules
 from .analysis import _FOLDABLE, dims_of, foldable_vars, is_scalar, needed_vars, statically_compilable
+from .lru import BoundedCache
 from .size_checks import check_sizes
 
 
 class Stats:
-    """Counters a ``qjit`` function reports through ``cache_info()``."""
+    """Counters a ``qjit`` function reports through ``cache_info()``, and the size of the
+    executable cache of each of its segments (``cache_size``)."""
 
-    def __init__(self):
+    def __init__(self, cache_size: Optional[int] = None):
+        self.cache_size = cache_size
         self.lowerings = 0
         self.specializations = 0
         self.compilations = 0
@@ -53,29 +57,37 @@ class Segment:
         self.runtime = [i for i in range(len(jaxpr.invars)) if i not in baked]
         self.describe_input = describe_input or (lambda i: f"input {i}")
         self._module_text: Optional[str] = None
-        self.cache: Dict[tuple, Any] = {}
+        self._lowering_lock = threading.Lock()
+        self.cache = BoundedCache(stats.cache_size)
+        # introspection only (f.mlir_specialized, f.hlo): never read on a call path
         self.last_specialized: Optional[str] = None
         self.last_executable = None
 
     @property
     def module_text(self) -> str:
         if self._module_text is None:
-            from ..lowering import module_text
-            self._module_text = module_text(ClosedJaxpr(self.jaxpr, self.consts))
-            self.stats.lowerings += 1
+            with self._lowering_lock:
+                if self._module_text is None:
+                    from ..lowering import module_text
+                    self._module_text = module_text(ClosedJaxpr(self.jaxpr, self.consts))
+                    self.stats.lowerings += 1
         return self._module_text
 
-    def run(self, args: Sequence[Any]) -> List[np.ndarray]:
-        """Run on concrete inputs; the executable is chosen by the runtime inputs' shapes and
-        the baked integers' values."""
+    def executable(self, args: Sequence[Any]):
+        """The executable for concrete inputs, chosen by the runtime inputs' shapes and the
+        baked integers' values (compiled once per such key, whatever the threads)."""
         key = (tuple([np.shape(args[i]) for i in self.runtime]), tuple([int(args[i]) for i in self.baked]))
         exe = self.cache.get(key)
         if exe is None:
-            exe = self._compile(args, key)
+            exe = self.cache.get_or_fill(key, lambda: self._compile(args))
         self.last_executable = exe
-        return exe(*[args[i] for i in self.runtime])
+        return exe
 
-    def _compile(self, args, key):
+    def run(self, args: Sequence[Any]) -> List[np.ndarray]:
+        """Run on concrete inputs (see ``executable``)."""
+        return self.executable(args)(*[args[i] for i in self.runtime])
+
+    def _compile(self, args):
         from .. import runtime
         baked_values = {i: int(args[i]) for i in self.baked}
         check_sizes(self.jaxpr, {id(self.jaxpr.invars[i]): v for i, v in baked_values.items()},
@@ -92,8 +104,16 @@ class Segment:
         else:
             self.stats.compilations += 1
         self.last_specialized = text
-        self.cache[key] = exe
         return exe
+
+
+def _owned(x: np.ndarray, borrowed: Sequence[np.ndarray]) -> np.ndarray:
+    """``x``, or a copy of it when it shares memory with an argument or a constant of the
+    program (a loop that ran zero times, a branch returning its input): results never
+    alias what the caller passed in, nor the program's own constants."""
+    if any(np.may_share_memory(x, b) for b in borrowed):
+        return x.copy()
+    return x
 
 
 class HostStep:
@@ -103,11 +123,15 @@ class HostStep:
         self.eqn = eqn
         self.stats = stats
         self.programs: Dict[int, "Program"] = {}
+        self._lock = threading.Lock()
 
     def program(self, jaxpr: Jaxpr) -> "Program":
         p = self.programs.get(id(jaxpr))
         if p is None:
-            p = self.programs[id(jaxpr)] = Program(jaxpr, [], self.stats)
+            with self._lock:
+                p = self.programs.get(id(jaxpr))
+                if p is None:
+                    p = self.programs[id(jaxpr)] = Program(jaxpr, [], self.stats)
         return p
 
     def run(self, invals: List[Any]) -> List[Any]:
@@ -272,7 +296,8 @@ class Program:
                 outvars = step.eqn.outvars
             for v, x in zip(outvars, outs):
                 env[id(v)] = x
-        return [np.asarray(read(a)) for a in jx.outvars]
+        borrowed = [x for x in list(args) + self.consts if isinstance(x, np.ndarray)]
+        return [_owned(np.asarray(read(a)), borrowed) for a in jx.outvars]
 
     # --- introspection for qjit ------------------------------------------------------------
     def segments(self) -> List[Segment]:

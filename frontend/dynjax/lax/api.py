@@ -24,7 +24,7 @@ def canonicalize_dim(d, what="dimension"):
         if lit is not None:
             return canonicalize_dim(int(lit.val), what)
         if a.dtype != int64:
-            return convert_element_type(d, int64)
+            return _as_int64_dim(d)
         return d
     if isinstance(d, (bool, np.bool_)):
         raise TypeError(f"a {what} must be an integer, got {d!r}")
@@ -35,6 +35,19 @@ def canonicalize_dim(d, what="dimension"):
             raise ValueError(f"negative {what} {d}")
         return d
     raise TypeError(f"a {what} must be an integer, got {type(d).__name__} {d!r}")
+
+
+def _as_int64_dim(d: Tracer) -> Tracer:
+    """``d`` (a narrower integer) as an i64 dim, converted once in the scope that owns ``d``,
+    so that every use of the same size is the same dim (``zeros(n) + zeros(n)`` for an int32
+    ``n``), also from inside nested scopes."""
+    owner = d._trace
+    params = dict(new_dtype=int64, weak_type=False)
+    memoized = getattr(owner, "memoized", None)
+    if memoized is None:
+        return P.convert_element_type_p.bind(d, **params)
+    return memoized(("as_int64_dim", id(d)),
+                    lambda: owner.process_primitive(P.convert_element_type_p, [d], params))
 
 
 def split_shape(shape: Sequence):

@@ -15,6 +15,7 @@ insertion point. A result whose type differs from the declared one only in stati
 """
 from __future__ import annotations
 
+import threading
 from typing import Callable, Dict, List, Optional, Sequence
 
 import numpy as np
@@ -130,7 +131,7 @@ def lower_jaxpr(closed_jaxpr, name: str = "main", *, context: Optional[ir.Contex
             raise LoweringError("lower_jaxpr needs a ClosedJaxpr when the jaxpr has constvars")
     jaxpr = closed_jaxpr.jaxpr
     mctx = context if context is not None else get_mlir_context()
-    with mctx, ir.Location.unknown(mctx):
+    with _shared_context_lock, mctx, ir.Location.unknown(mctx):
         module = ir.Module.create()
         in_types = [ir_type(v.aval) for v in jaxpr.invars]
         out_types = [ir_type(v.aval) for v in jaxpr.outvars]
@@ -150,7 +151,12 @@ def lower_jaxpr(closed_jaxpr, name: str = "main", *, context: Optional[ir.Contex
 
 def module_text(closed_jaxpr, name: str = "main", *, debug_info: bool = False) -> str:
     """The lowered module as MLIR text (what ``f.mlir`` prints)."""
-    module = lower_jaxpr(closed_jaxpr, name)
-    if debug_info:
-        return module.operation.get_asm(enable_debug_info=True)
-    return str(module)
+    with _shared_context_lock:
+        module = lower_jaxpr(closed_jaxpr, name)
+        if debug_info:
+            return module.operation.get_asm(enable_debug_info=True)
+        return str(module)
+
+
+# The shared MLIR context is not built for concurrent IR construction from several threads.
+_shared_context_lock = threading.RLock()

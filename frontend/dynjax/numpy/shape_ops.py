@@ -129,10 +129,17 @@ def moveaxis(a, source, destination):
 
 
 def squeeze(a, axis=None):
+    """numpy's squeeze. Without ``axis`` on an array with a dynamic axis the result's rank
+    would depend on a run-time size, so that is a TypeError: pass ``axis=``."""
     a = _as_array(a)
     av = typeof(a)
     if axis is None:
-        axes = [i for i, d in enumerate(av.shape) if isinstance(d, int) and d == 1]
+        dynamic = [i for i, d in enumerate(av.shape) if not isinstance(d, int)]
+        if dynamic:
+            raise TypeError(f"squeeze() without axis on {av.str_short()}, whose axis {dynamic[0]} is "
+                            "dynamic: whether it is dropped would depend on its size at run time; "
+                            "pass axis=... to name the axes to drop")
+        axes = [i for i, d in enumerate(av.shape) if d == 1]
     else:
         axes = [int(x) % av.ndim for x in (axis if isinstance(axis, (tuple, list)) else (axis,))]
     if not axes:
