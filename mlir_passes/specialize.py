@@ -29,6 +29,7 @@ import re
 import threading
 from collections.abc import Mapping, Sequence
 
+import ml_dtypes
 import numpy as np
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import func, stablehlo
@@ -63,6 +64,7 @@ _DTYPE_TO_MLIR = {
     np.dtype(np.float64): "f64",
     np.dtype(np.float32): "f32",
     np.dtype(np.float16): "f16",
+    np.dtype(ml_dtypes.bfloat16): "bf16",
     np.dtype(np.int64): "i64",
     np.dtype(np.int32): "i32",
     np.dtype(np.int16): "i16",

@@ -154,3 +154,32 @@ def jaxpr_text(f, *args, **kw) -> str:
     closed = dynjax.make_jaxpr(f, **kw)(*args)
     dynjax.check_jaxpr(closed)
     return str(closed)
+
+
+# Where dynjax's promotion (JAX's lattice) and numpy's differ among the dtypes these helpers'
+# users mix: an integer with a float stays that float (numpy widens to float64). Written out
+# by hand from the lattice's definition, not computed by dynjax.
+LATTICE_NOT_NUMPY = {
+    frozenset({np.dtype(np.float32), np.dtype(np.int64)}): np.dtype(np.float32),
+    frozenset({np.dtype(np.float32), np.dtype(np.int32)}): np.dtype(np.float32),
+    frozenset({np.dtype(np.float32), np.dtype(np.uint32)}): np.dtype(np.float32),
+    frozenset({np.dtype(np.float32), np.dtype(np.uint64)}): np.dtype(np.float32),
+    frozenset({np.dtype(np.float16), np.dtype(np.int16)}): np.dtype(np.float16),
+    frozenset({np.dtype(np.float16), np.dtype(np.int32)}): np.dtype(np.float16),
+    frozenset({np.dtype(np.float16), np.dtype(np.int64)}): np.dtype(np.float16),
+}
+
+
+def numpy_with_lattice(np_f: Callable, *dtypes) -> Callable:
+    """``np_f`` whose float results are cast to dynjax's promoted dtype where the two operand
+    dtypes are a pair on which JAX's lattice and numpy disagree."""
+    want = LATTICE_NOT_NUMPY.get(frozenset(np.dtype(d) for d in dtypes))
+    if want is None:
+        return np_f
+
+    def f(*args):
+        out = np_f(*args)
+        if isinstance(out, (np.ndarray, np.generic)) and out.dtype.kind == "f":
+            return np.asarray(out).astype(want)
+        return out
+    return f

@@ -144,7 +144,7 @@ def test_argument_errors_name_the_argument():
     with pytest.raises(TypeError, match="argument 0"):
         f("hello")
     with pytest.raises(TypeError, match="argument 0"):
-        f(np.ones(3, dtype=complex))
+        f(np.ones(3, dtype=np.longdouble))
 
     @qjit
     def g(n: int):

@@ -9,7 +9,8 @@ entries that are not integers; what they are depends on where the aval lives:
 * in an ``out_type``: ``InDBIdx(i)`` (the i-th input) or ``OutDBIdx(i)`` (the
   i-th output of the same output type).
 
-Dtypes are numpy dtypes; the five supported ones print as ``f64 f32 i64 i32 bool``.
+Dtypes are numpy dtypes (bfloat16 from ``ml_dtypes``); they print as JAX prints them:
+``bool i8 i16 i32 i64 u8 u16 u32 u64 f16 bf16 f32 f64 c64 c128``.
 """
 from __future__ import annotations
 
@@ -18,58 +19,89 @@ from typing import Any
 
 import numpy as np
 
-float64 = np.dtype("float64")
-float32 = np.dtype("float32")
-int64 = np.dtype("int64")
-int32 = np.dtype("int32")
+import ml_dtypes  # bfloat16 (a dependency of jaxlib)
+
 bool_ = np.dtype("bool")
+int8, int16, int32, int64 = (np.dtype(f"int{b}") for b in (8, 16, 32, 64))
+uint8, uint16, uint32, uint64 = (np.dtype(f"uint{b}") for b in (8, 16, 32, 64))
+float16, float32, float64 = (np.dtype(f"float{b}") for b in (16, 32, 64))
+bfloat16 = np.dtype(ml_dtypes.bfloat16)
+complex64, complex128 = np.dtype("complex64"), np.dtype("complex128")
 
-SUPPORTED_DTYPES = (float64, float32, int64, int32, bool_)
-_SHORT_NAMES = {float64: "f64", float32: "f32", int64: "i64", int32: "i32", bool_: "bool"}
-
-# Extra dtypes that users may hand us; they are narrowed or widened to a supported one.
-_DTYPE_ALIASES = {
-    np.dtype("float16"): float32,
-    np.dtype("int8"): int32,
-    np.dtype("int16"): int32,
-    np.dtype("uint8"): int32,
-    np.dtype("uint16"): int32,
-    np.dtype("uint32"): int64,
-    np.dtype("uint64"): int64,
-}
+# Every dtype dynjax computes with: (dtype, printed name as JAX prints it, category).
+_CATALOGUE = (
+    (bool_, "bool", "bool"),
+    (int8, "i8", "signed"), (int16, "i16", "signed"), (int32, "i32", "signed"), (int64, "i64", "signed"),
+    (uint8, "u8", "unsigned"), (uint16, "u16", "unsigned"), (uint32, "u32", "unsigned"),
+    (uint64, "u64", "unsigned"),
+    (float16, "f16", "float"), (bfloat16, "bf16", "float"), (float32, "f32", "float"),
+    (float64, "f64", "float"),
+    (complex64, "c64", "complex"), (complex128, "c128", "complex"),
+)
+SUPPORTED_DTYPES = tuple(d for d, _, _ in _CATALOGUE)
+_SHORT_NAMES = {d: n for d, n, _ in _CATALOGUE}
+_CATEGORY = {d: c for d, _, c in _CATALOGUE}
 
 
 def canonical_dtype(dtype: Any) -> np.dtype:
-    """Map a user's dtype spec (``float``, ``'int32'``, ``np.float64`` ...) to a supported dtype."""
+    """Map a user's dtype spec (``float``, ``'int8'``, ``np.complex64``, ``ml_dtypes.bfloat16``
+    ...) to a supported numpy dtype. Never narrows or widens: an unsupported dtype (``float128``,
+    strings, objects, datetimes) is a TypeError."""
     if dtype is float:
         return float64
     if dtype is int:
         return int64
     if dtype is bool:
         return bool_
+    if dtype is complex:
+        return complex128
     try:
         dt = np.dtype(dtype)
     except TypeError as e:
         raise TypeError(f"dtype {dtype!r} is not understood") from e
     if not dt.isnative:   # big-endian data: the same numbers, converted on the way in
         dt = dt.newbyteorder("=")
-    if dt in SUPPORTED_DTYPES:
+    if dt in _CATEGORY:
         return dt
-    if dt in _DTYPE_ALIASES:
-        return _DTYPE_ALIASES[dt]
-    raise TypeError(f"dtype {dt} is not supported (supported: float64, float32, int64, int32, bool)")
+    names = " ".join(str(d) for d in SUPPORTED_DTYPES)
+    raise TypeError(f"dtype {dt} is not supported (supported: {names})")
 
 
 def dtype_short_name(dtype: np.dtype) -> str:
     return _SHORT_NAMES.get(np.dtype(dtype), str(dtype))
 
 
+def dtype_category(dtype) -> str:
+    """``bool``, ``signed``, ``unsigned``, ``float`` (incl. bfloat16) or ``complex``."""
+    return _CATEGORY[np.dtype(dtype)]
+
+
 def is_integer_dtype(dtype) -> bool:
-    return np.issubdtype(dtype, np.integer)
+    return _CATEGORY.get(np.dtype(dtype)) in ("signed", "unsigned")
+
+
+def is_unsigned_dtype(dtype) -> bool:
+    return _CATEGORY.get(np.dtype(dtype)) == "unsigned"
 
 
 def is_float_dtype(dtype) -> bool:
-    return np.issubdtype(dtype, np.floating)
+    """Real floating point, bfloat16 included (which numpy's ``issubdtype`` does not know)."""
+    return _CATEGORY.get(np.dtype(dtype)) == "float"
+
+
+def is_complex_dtype(dtype) -> bool:
+    return _CATEGORY.get(np.dtype(dtype)) == "complex"
+
+
+def is_inexact_dtype(dtype) -> bool:
+    """Floating point or complex."""
+    return _CATEGORY.get(np.dtype(dtype)) in ("float", "complex")
+
+
+def real_dtype(dtype) -> np.dtype:
+    """The dtype of the real (or imaginary) part: float32 for complex64, float64 for complex128."""
+    dt = np.dtype(dtype)
+    return {complex64: float32, complex128: float64}.get(dt, dt)
 
 
 @dataclass(frozen=True)
@@ -194,4 +226,6 @@ def aval_of_value(x) -> ShapedArray:
         return ShapedArray((), int64, weak_type=True)
     if isinstance(x, float):
         return ShapedArray((), float64, weak_type=True)
+    if isinstance(x, complex):
+        return ShapedArray((), complex128, weak_type=True)
     raise TypeError(f"{type(x).__name__} is not a valid array value")

@@ -17,7 +17,8 @@ import numpy as np
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import stablehlo as hlo
 
-from ..core.avals import ShapedArray
+from ..core.avals import (ShapedArray, bfloat16, dtype_category, float16, float32, float64,
+                          real_dtype)
 from ..core.jaxpr import Literal, Var
 
 DimLike = Union[int, Var, ir.Value]
@@ -35,19 +36,20 @@ def get_mlir_context() -> ir.Context:
 # ----------------------------------------------------------------------------------------------
 
 def elem_type(dtype) -> ir.Type:
-    """MLIR element type of a numpy dtype (signless integers; bool is ``i1``)."""
+    """MLIR element type of a numpy dtype: signless signed integers (bool is ``i1``), unsigned
+    ``ui8``..``ui64``, ``f16 bf16 f32 f64``, ``complex<f32>`` / ``complex<f64>``."""
     dt = np.dtype(dtype)
-    if dt == np.float64:
-        return ir.F64Type.get()
-    if dt == np.float32:
-        return ir.F32Type.get()
-    if dt == np.float16:
-        return ir.F16Type.get()
-    if dt == np.bool_:
+    cat = dtype_category(dt)
+    if cat == "bool":
         return ir.IntegerType.get_signless(1)
-    if np.issubdtype(dt, np.integer):
+    if cat == "signed":
         return ir.IntegerType.get_signless(8 * dt.itemsize)
-    raise TypeError(f"no MLIR element type for dtype {dt}")
+    if cat == "unsigned":
+        return ir.IntegerType.get_unsigned(8 * dt.itemsize)
+    if cat == "complex":
+        return ir.ComplexType.get(elem_type(real_dtype(dt)))
+    return {float16: ir.F16Type, bfloat16: ir.BF16Type, float32: ir.F32Type,
+            float64: ir.F64Type}[dt].get()
 
 
 def tensor_type(shape: Sequence, dtype) -> ir.RankedTensorType:
@@ -119,19 +121,10 @@ class LoweringContext:
         dt = np.dtype(dtype)
         arr = np.asarray(value)
         shape = tuple(int(s) for s in shape) if arr.ndim == 0 else arr.shape
-        t = tensor_type(shape, dt)
-        if arr.ndim == 0:
-            et = elem_type(dt)
-            if dt == np.bool_:
-                attr_v = ir.IntegerAttr.get(et, int(bool(arr)))
-            elif np.issubdtype(dt, np.integer):
-                attr_v = ir.IntegerAttr.get(et, int(arr))
-            else:
-                attr_v = ir.FloatAttr.get(et, float(arr))
-            attr = ir.DenseElementsAttr.get_splat(t, attr_v)
-        else:
-            arr = np.ascontiguousarray(arr, dtype=dt)
-            attr = ir.DenseElementsAttr.get(arr, type=t)
+        # the raw bytes of the value(s) with an explicit element type: exact for every dtype
+        # (uint64 beyond int64, bfloat16, complex); one element gives a splat
+        data = np.ascontiguousarray(arr, dtype=dt).reshape(-1 if arr.ndim else 1)
+        attr = ir.DenseElementsAttr.get(data, type=elem_type(dt), shape=list(shape))
         return hlo.ConstantOp(attr).result
 
     def full(self, value, dtype, dims: Sequence[DimLike]) -> ir.Value:
@@ -277,10 +270,10 @@ class LoweringContext:
 
 
 def compare_type(dtype) -> str:
-    dt = np.dtype(dtype)
-    if np.issubdtype(dt, np.floating):
+    cat = dtype_category(dtype)
+    if cat in ("float", "complex"):
         return "FLOAT"
-    if dt == np.bool_ or np.issubdtype(dt, np.unsignedinteger):
+    if cat in ("bool", "unsigned"):
         return "UNSIGNED"
     return "SIGNED"
 

@@ -2,7 +2,8 @@
 
 Python scalars are *weakly typed*: ``x_f32 + 1.0`` stays float32 and ``n_i32 + 1`` stays
 int32, as in numpy 2 and JAX. A weak scalar of a higher kind (a float with an int array)
-promotes to that kind's default dtype (float64). Two strong dtypes promote as numpy does.
+promotes to that kind's default dtype (float64). Strong dtypes promote on JAX's lattice
+(``_LATTICE`` below; where it differs from numpy is listed there).
 
 Broadcasting follows numpy: align trailing axes; an axis of static size 1 stretches;
 dynamic axes broadcast only against the same dim or a static 1.
@@ -11,38 +12,88 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..core.avals import bool_, canonical_dtype, float64, int64, same_dim
+from ..core import avals as A
+from ..core.avals import float64, same_dim
 from ..core.trace import Tracer, typeof
 from .. import lax
 from ..lax.base import describe_shapes, dynamic_hint
 
-_KIND_ORDER = {"b": 0, "i": 1, "u": 1, "f": 2}
+# --- the promotion lattice -------------------------------------------------------------------
+# JAX's type promotion lattice (its documented design, written out here), with x64 defaults.
+# Nodes are dtypes and the three weak kinds of Python scalars: "i*" (int), "f*" (float),
+# "c*" (complex). An edge a -> b means "a promotes to b"; two dtypes promote to their least
+# upper bound. Where numpy differs, dynjax follows this lattice, which never widens a
+# float because of an integer operand: i64 + f32 -> f32 (numpy: f64), i32 + f16 -> f16
+# (numpy: f64), bf16 + f16 -> f32. Signed with unsigned of the same width goes up one width
+# (i8 + u8 -> i16), and i64 + u64 -> f64, as in numpy.
+_LATTICE = {
+    A.bool_: ["i*"],
+    "i*": [A.uint8, A.int8],
+    A.uint8: [A.int16, A.uint16], A.uint16: [A.int32, A.uint32], A.uint32: [A.int64, A.uint64],
+    A.uint64: ["f*"],
+    A.int8: [A.int16], A.int16: [A.int32], A.int32: [A.int64], A.int64: ["f*"],
+    "f*": [A.bfloat16, A.float16, "c*"],
+    A.bfloat16: [A.float32], A.float16: [A.float32], A.float32: [A.float64, A.complex64],
+    A.float64: [A.complex128],
+    "c*": [A.complex64], A.complex64: [A.complex128], A.complex128: [],
+}
+_WEAK_DEFAULT = {"i*": A.int64, "f*": A.float64, "c*": A.complex128}
 
 
-def _kind(dtype) -> int:
-    return _KIND_ORDER[np.dtype(dtype).kind]
+def _upper_sets():
+    ups = {}
+
+    def up(n):
+        if n not in ups:
+            ups[n] = {n}.union(*[up(m) for m in _LATTICE[n]])
+        return ups[n]
+    for n in _LATTICE:
+        up(n)
+    return ups
 
 
-def _default_of_kind(k: int):
-    return (bool_, int64, float64)[k]
+def _join_table():
+    ups = _upper_sets()
+    table = {}
+    for a in _LATTICE:
+        for b in _LATTICE:
+            common = ups[a] & ups[b]
+            least = [n for n in common if common <= ups[n]]
+            assert len(least) == 1, (a, b)
+            table[a, b] = least[0]
+    return table
+
+
+_JOIN = _join_table()
+
+
+def _node(aval):
+    """The lattice node of an operand: weak Python-scalar kinds stand apart from dtypes."""
+    if aval.weak_type:
+        cat = A.dtype_category(aval.dtype)
+        if cat in ("signed", "unsigned"):
+            return "i*"
+        if cat == "float":
+            return "f*"
+        if cat == "complex":
+            return "c*"
+    return aval.dtype
+
+
+def promote_dtypes(*avals):
+    """``(dtype, weak)``: the promoted dtype of operands with these avals. The result is
+    weakly typed only when every operand is (a Python scalar, or derived from ones)."""
+    node = _node(avals[0])
+    for a in avals[1:]:
+        node = _JOIN[node, _node(a)]
+    if isinstance(node, str):
+        return _WEAK_DEFAULT[node], all(a.weak_type for a in avals)
+    return node, False
 
 
 def result_dtype(*args):
     """The promoted dtype of several operands and whether the result is weakly typed."""
-    avals = [typeof(a) for a in args]
-    strong = [a.dtype for a in avals if not a.weak_type]
-    weak = [a.dtype for a in avals if a.weak_type]
-    if strong:
-        dt = strong[0]
-        for d in strong[1:]:
-            dt = canonical_dtype(np.promote_types(dt, d))
-        if weak:
-            wk = max(_kind(d) for d in weak)
-            if wk > _kind(dt):
-                return _default_of_kind(wk), False
-        return dt, False
-    wk = max(_kind(d) for d in weak)
-    return _default_of_kind(wk), True
+    return promote_dtypes(*[typeof(a) for a in args])
 
 
 def asarray_of(x, dtype, weak_type=False):
@@ -50,7 +101,7 @@ def asarray_of(x, dtype, weak_type=False):
     if isinstance(x, Tracer):
         # a weakly typed tracer of the right dtype is fine: strong operands win in every operation
         return x if x.aval.dtype == dtype else lax.convert_element_type(x, dtype, weak_type)
-    if isinstance(x, (bool, int, float)) and weak_type:
+    if isinstance(x, (bool, int, float, complex)) and weak_type:
         return dtype.type(x) if dtype != float64 or isinstance(x, float) else float(x)
     arr = np.asarray(x)
     if arr.dtype != dtype:
@@ -63,7 +114,7 @@ def promote(*args):
     dtype, weak = result_dtype(*args)
     out = []
     for a in args:
-        if isinstance(a, (bool, int, float)) and not isinstance(a, Tracer):
+        if isinstance(a, (bool, int, float, complex)) and not isinstance(a, Tracer):
             out.append(dtype.type(a))
         else:
             out.append(asarray_of(a, dtype, weak))

@@ -28,6 +28,7 @@ import struct
 import threading
 from collections.abc import Sequence
 
+import ml_dtypes
 import numpy as np
 import jaxlib
 import jaxlib._jax as _jax
@@ -142,7 +143,9 @@ _ELEM = {
     "i64": np.int64, "i32": np.int32, "i16": np.int16, "i8": np.int8,
     "ui64": np.uint64, "ui32": np.uint32, "ui16": np.uint16, "ui8": np.uint8,
     "i1": np.bool_, "complex<f32>": np.complex64, "complex<f64>": np.complex128,
+    "bf16": ml_dtypes.bfloat16,
 }
+_BF16 = np.dtype(ml_dtypes.bfloat16)
 _TENSOR = re.compile(r"^tensor<((?:\d+x)*)([a-z0-9<>]+)>$")
 
 
@@ -163,7 +166,8 @@ class Executable:
     Call it with numpy arrays (or scalars); it returns a list of numpy arrays.
     """
 
-    __slots__ = ("loaded", "in_types", "out_types", "in_avals", "out_avals", "_handlers", "_run", "__weakref__")
+    __slots__ = ("loaded", "in_types", "out_types", "in_avals", "out_avals", "_handlers", "_run", "_via_copy",
+                 "__weakref__")
 
     def __init__(self, loaded, in_types: Sequence[str], out_types: Sequence[str]):
         get_client()
@@ -174,6 +178,8 @@ class Executable:
         self.out_avals = tuple(_aval_from_type(t) for t in self.out_types)
         self._run = loaded.execute_sharded
         self._handlers = [_result_handler(a, _sharding, True, _skip_checks=True) for a in self.out_avals]
+        # numpy's buffer protocol does not know bfloat16: such results are copied out instead
+        self._via_copy = tuple(i for i, a in enumerate(self.out_avals) if a.dtype == _BF16)
 
     def __call__(self, *args):
         return execute(self, args)
@@ -234,7 +240,11 @@ def execute(exe: Executable, args: Sequence) -> list[np.ndarray]:
             x = _slow_arg(x, aval, len(bufs))
         # strided arrays are fine: batched_device_put copies them
         append(_bdp(aval, _sharding, [x], _devices, True, False, _ZERO_COPY, True))
-    return [np.asarray(o) for o in exe._run(bufs).consume_with_handlers(exe._handlers)]
+    outs = exe._run(bufs).consume_with_handlers(exe._handlers)
+    if exe._via_copy:
+        return [o._single_device_array_to_np_array_did_copy()[0] if i in exe._via_copy else np.asarray(o)
+                for i, o in enumerate(outs)]
+    return [np.asarray(o) for o in outs]
 
 
 _MAGIC = b"DYNJAX-XLA-EXE\x001\n"
