@@ -23,6 +23,7 @@ from typing import Callable, Dict, Optional
 import numpy as np
 
 from .core import pytree
+from .core.avals import is_inexact_dtype, is_integer_dtype
 from .core.errors import api_boundary, user_error, user_stacklevel
 from .core.trace import is_tracing
 from .execution.lru import BoundedCache, check_cache_size, default_cache_size
@@ -132,6 +133,8 @@ class QJIT:
                 specs.append(False)
             elif isinstance(ann, ShapeDtypeStruct):
                 specs.append(ann)
+            elif _is_array_annotation(ann):   # Catalyst's ShapedArray([1, 3, 1], float) form
+                specs.append(ShapeDtypeStruct(tuple(ann.shape), ann.dtype))
             else:
                 return
         self._aot_leaves = specs
@@ -365,7 +368,7 @@ class QJIT:
             if x.dtype == dtype:
                 return x
             if not np.can_cast(x.dtype, dtype, "same_kind") and not (
-                    np.issubdtype(x.dtype, np.integer) and np.issubdtype(dtype, np.floating)):
+                    is_integer_dtype(x.dtype) and is_inexact_dtype(dtype)):
                 raise TypeError(f"{sig.leaf_where[i]} has dtype {x.dtype}, which cannot be cast safely to "
                                 f"{dtype}")
             return x.astype(dtype)
@@ -426,6 +429,13 @@ class QJIT:
         return {"calls": self.calls, "traces": self.traces, "lowerings": s.lowerings,
                 "specializations": s.specializations, "compilations": s.compilations,
                 "disk_cache_hits": s.disk_hits, "host_steps": s.host_steps}
+
+
+def _is_array_annotation(ann) -> bool:
+    """An annotation object describing an array by ``shape`` and ``dtype`` (dynjax's or JAX's
+    ``ShapedArray``, JAX's ``ShapeDtypeStruct``), not a class such as ``np.ndarray``."""
+    return not isinstance(ann, type) and isinstance(getattr(ann, "shape", None), (tuple, list)) \
+        and getattr(ann, "dtype", None) is not None
 
 
 def _cast_scalar(x, kind, where):

@@ -22,7 +22,8 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from .core import pytree
-from .core.avals import DBIdx, ShapedArray, bool_, canonical_dtype, dim_aval, float64, int64, make_aval
+from .core.avals import (SUPPORTED_DTYPES, DBIdx, ShapedArray, bool_, canonical_dtype, complex128, dim_aval,
+                         float64, int64, make_aval)
 from .core.errors import api_boundary
 from .core.expansion import expand_outputs, parse_input_type
 from .core.jaxpr import ClosedJaxpr
@@ -61,6 +62,10 @@ def _leaf_aval(x, where: str) -> ShapedArray:
         return ShapedArray((), int64, True) if isinstance(x, int) else ShapedArray((), canonical_dtype(x.dtype))
     if isinstance(x, (float, np.floating)):
         return ShapedArray((), float64, True) if isinstance(x, float) else ShapedArray((), canonical_dtype(x.dtype))
+    if isinstance(x, complex):
+        return ShapedArray((), complex128, True)
+    if isinstance(x, np.generic):
+        return ShapedArray((), canonical_dtype(x.dtype))
     if isinstance(x, np.ndarray):
         if x.dtype == object:
             raise TypeError(f"{where}: object arrays are not supported")
@@ -182,7 +187,7 @@ def _check_result(x, i: int, out_tree) -> None:
     """A returned leaf must be an array or a number: say which one is not."""
     if isinstance(x, (Tracer, bool, int, float, complex)):
         return
-    if isinstance(x, (np.ndarray, np.generic)) and x.dtype.kind in "biufc":
+    if isinstance(x, (np.ndarray, np.generic)) and x.dtype in SUPPORTED_DTYPES:
         return
     where = "the returned value" if out_tree.num_leaves == 1 else f"returned value {i} (in {out_tree})"
     raise TypeError(f"{where} is a {type(x).__name__} ({x!r:.40}); a traced function must return "

@@ -232,8 +232,8 @@ class Tracer:
 
     def reshape(self, *shape, **kw):
         from .. import numpy as jnp
-        if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
-            shape = tuple(shape[0])
+        if len(shape) == 1:   # x.reshape((2, 3)), x.reshape(n), x.reshape(shape_array)
+            shape = shape[0]
         return jnp.reshape(self, shape, **kw)
 
     @property

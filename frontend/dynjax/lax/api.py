@@ -37,6 +37,27 @@ def canonicalize_dim(d, what="dimension"):
     raise TypeError(f"a {what} must be an integer, got {type(d).__name__} {d!r}")
 
 
+def shape_entries(shape) -> tuple:
+    """The entries of a user's shape: an int or traced size, a sequence of them, a 1-D integer
+    numpy array (``np.array([2, 1, 3])``), or a traced 1-D integer array of static length
+    (whose elements become sizes). Entries are not checked here (``canonicalize_dim`` does)."""
+    if isinstance(shape, (tuple, list)):
+        return tuple(shape)
+    if isinstance(shape, np.ndarray) and shape.ndim == 1:
+        if not np.issubdtype(shape.dtype, np.integer):
+            raise TypeError(f"a shape array must hold integers, got dtype {shape.dtype}")
+        return tuple(int(d) for d in shape)
+    if isinstance(shape, Tracer) and shape.aval.ndim == 1:
+        n = shape.aval.shape[0]
+        if not isinstance(n, int):
+            raise TypeError("a traced shape array must have a static length, got "
+                            f"{shape.aval.str_short()}")
+        if not np.issubdtype(shape.aval.dtype, np.integer):
+            raise TypeError(f"a shape array must hold integers, got {shape.aval.str_short()}")
+        return tuple(shape[i] for i in range(n))
+    return (shape,)
+
+
 def _as_int64_dim(d: Tracer) -> Tracer:
     """``d`` (a narrower integer) as an i64 dim, converted once in the scope that owns ``d``,
     so that every use of the same size is the same dim (``zeros(n) + zeros(n)`` for an int32

@@ -12,13 +12,11 @@ from .. import lax
 from ..core.avals import canonical_dtype, float64, int64, is_integer_dtype
 from ..core.staging import is_known_dim
 from ..core.trace import Tracer, current_trace, typeof
-from ..lax.api import canonicalize_dim
+from ..lax.api import canonicalize_dim, shape_entries
 
 
 def _shape_arg(shape):
-    if isinstance(shape, (list, tuple)):
-        return tuple(canonicalize_dim(d, "size") for d in shape)
-    return (canonicalize_dim(shape, "size"),)
+    return tuple(canonicalize_dim(d, "size") for d in shape_entries(shape))
 
 
 def _constant(value, dtype):

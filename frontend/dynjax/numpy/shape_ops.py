@@ -7,7 +7,7 @@ import numpy as np
 from .. import lax
 from ..core.avals import canonical_dtype, same_dim
 from ..core.trace import Tracer, typeof
-from ..lax.api import canonicalize_dim
+from ..lax.api import canonicalize_dim, shape_entries
 from ..lax.base import describe_shapes
 from ._promote import broadcast_to_shape, promote
 
@@ -54,8 +54,7 @@ def reshape(a, newshape, order="C"):
     """
     if order != "C":
         raise NotImplementedError("only C order reshapes are supported")
-    if not isinstance(newshape, (tuple, list)):
-        newshape = (newshape,)
+    newshape = shape_entries(newshape)
     a = _as_array(a)
     av = typeof(a)
     dims, minus = [], None
@@ -162,7 +161,7 @@ def expand_dims(a, axis):
 
 def broadcast_to(a, shape):
     a = _as_array(a)
-    shape = tuple(canonicalize_dim(d) for d in (shape if isinstance(shape, (tuple, list)) else (shape,)))
+    shape = tuple(canonicalize_dim(d) for d in shape_entries(shape))
     return broadcast_to_shape(a, shape)
 
 

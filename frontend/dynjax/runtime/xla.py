@@ -207,15 +207,19 @@ def compile(static_module) -> Executable:
     return Executable(loaded, in_types, out_types)
 
 
+def _kind(dtype) -> str:
+    """numpy's dtype kind letter, with bfloat16 (kind ``V`` for numpy) as a float."""
+    return "f" if dtype == _BF16 else dtype.kind
+
+
 def _slow_arg(x, aval: _Aval, i: int):
     """Convert a non-exact argument (python scalar, list, other dtype kind, strided...)."""
     if not isinstance(x, np.ndarray):
         x = np.asarray(x)
         if x.dtype != aval.dtype and x.shape == aval.shape:
             # python scalars / lists: accept a lossless conversion of the same kind
-            if x.dtype.kind == aval.dtype.kind or (x.dtype.kind == "b" and aval.dtype.kind == "b") or (
-                    x.dtype.kind in "iu" and aval.dtype.kind in "iuf") or (
-                    x.dtype.kind == "f" and aval.dtype.kind in "fc"):
+            have, want = _kind(x.dtype), _kind(aval.dtype)
+            if have == want or (have in "iu" and want in "iuf") or (have == "f" and want in "fc"):
                 y = x.astype(aval.dtype)
                 if np.array_equal(y, x):
                     x = y
