@@ -98,6 +98,15 @@ def is_inexact_dtype(dtype) -> bool:
     return _CATEGORY.get(np.dtype(dtype)) in ("float", "complex")
 
 
+def complex_dtype(dtype) -> np.dtype:
+    """The complex dtype whose parts are ``dtype``: complex64 for float32 (and narrower floats),
+    complex128 for float64."""
+    dt = np.dtype(dtype)
+    if is_complex_dtype(dt):
+        return dt
+    return complex128 if dt == float64 else complex64
+
+
 def real_dtype(dtype) -> np.dtype:
     """The dtype of the real (or imaginary) part: float32 for complex64, float64 for complex128."""
     dt = np.dtype(dtype)

@@ -4,7 +4,7 @@ The functions here bind primitives directly (strict shapes and dtypes, no broadc
 or promotion); ``dynjax.numpy`` builds numpy semantics on top of them.
 """
 from .api import *  # noqa: F401,F403
-from .api import abs, max, min, pow, round, slice  # noqa: F401  (shadowed builtins)
+from .api import abs, complex, max, min, pow, round, slice  # noqa: F401  (shadowed builtins)
 from . import primitives  # noqa: F401
 
 

@@ -98,9 +98,11 @@ exp, log, log1p, expm1 = map(_u, (P.exp_p, P.log_p, P.log1p_p, P.expm1_p))
 sin, cos, tan, asin, acos, atan = map(_u, (P.sin_p, P.cos_p, P.tan_p, P.asin_p, P.acos_p, P.atan_p))
 sinh, cosh, tanh, sqrt, rsqrt, cbrt = map(_u, (P.sinh_p, P.cosh_p, P.tanh_p, P.sqrt_p, P.rsqrt_p, P.cbrt_p))
 abs, bitwise_not, logistic, is_finite = map(_u, (P.abs_p, P.not_p, P.logistic_p, P.is_finite_p))
+real, imag, conj = map(_u, (P.real_p, P.imag_p, P.conj_p))
 add, sub, mul, div, rem, pow = map(_b, (P.add_p, P.sub_p, P.mul_p, P.div_p, P.rem_p, P.pow_p))
 max, min, atan2 = map(_b, (P.max_p, P.min_p, P.atan2_p))
 bitwise_and, bitwise_or, bitwise_xor = map(_b, (P.and_p, P.or_p, P.xor_p))
+complex = _b(P.complex_p)
 eq, ne, lt, le, gt, ge = map(_b, (P.eq_p, P.ne_p, P.lt_p, P.le_p, P.gt_p, P.ge_p))
 
 

@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..core.avals import bool_, canonical_dtype, is_float_dtype, is_integer_dtype
+from ..core.avals import (bool_, canonical_dtype, complex_dtype, dtype_category, is_complex_dtype,
+                          is_float_dtype, is_inexact_dtype, is_integer_dtype, real_dtype)
 from ..core.primitive import as_dim
 from .base import (aval, check_dim_operands, check_dtypes_equal, check_same_shapes,
                    concrete_shape, define, describe_shapes, dims_from_operands, result_aval,
@@ -28,25 +29,43 @@ def _arr(x, dtype=None):
 # Elementwise
 # ----------------------------------------------------------------------------------------------
 
-def _unary_abstract(name, kinds):
+# What each elementwise primitive accepts ("kinds"): every refusal is a TypeError naming the
+# operation and the dtype, never a silent conversion.
+_KINDS = {
+    "any": ("bool", "signed", "unsigned", "float", "complex"),
+    "ordered": ("bool", "signed", "unsigned", "float"),        # no order on complex numbers
+    "number": ("signed", "unsigned", "float", "complex"),
+    "real_number": ("signed", "unsigned", "float"),
+    "int_or_bool": ("bool", "signed", "unsigned"),
+    "float": ("float",),
+    "inexact": ("float", "complex"),
+}
+_KIND_WORDS = {"ordered": "non-complex", "number": "numeric (non-bool)", "real_number": "real numeric",
+               "int_or_bool": "integer or bool", "float": "real floating-point",
+               "inexact": "floating-point or complex"}
+
+
+def check_kinds(name, kinds, *avals_):
+    """A TypeError naming the operation and dtype when an operand's dtype is not accepted."""
+    for a in avals_:
+        if dtype_category(a.dtype) not in _KINDS[kinds]:
+            raise TypeError(f"{name} needs {_KIND_WORDS[kinds]} operands, got {a.str_short()}")
+
+
+def _unary_abstract(name, kinds, real_result=False):
     def rule(x):
         a = aval(x)
-        if kinds == "float" and not is_float_dtype(a.dtype):
-            raise TypeError(f"{name} needs a floating-point operand, got {a.str_short()}")
-        if kinds == "number" and a.dtype == bool_:
-            raise TypeError(f"{name} does not accept a bool operand")
-        if kinds == "int_or_bool" and is_float_dtype(a.dtype):
-            raise TypeError(f"{name} needs an integer or bool operand, got {a.str_short()}")
-        return result_aval(a.shape, a.dtype, a.weak_type)
+        check_kinds(name, kinds, a)
+        return result_aval(a.shape, real_dtype(a.dtype) if real_result else a.dtype, a.weak_type)
     return rule
 
 
-def _unary(name, fn, kinds="number"):
+def _unary(name, fn, kinds="number", real_result=False):
     def impl(x):
         x = _arr(x)
         with np.errstate(all="ignore"):
-            return _arr(fn(x), x.dtype)
-    return define(name, impl, _unary_abstract(name, kinds))
+            return _arr(fn(x), real_dtype(x.dtype) if real_result else x.dtype)
+    return define(name, impl, _unary_abstract(name, kinds, real_result))
 
 
 neg_p = _unary("neg", np.negative)
@@ -54,31 +73,33 @@ sign_p = _unary("sign", np.sign)
 floor_p = _unary("floor", np.floor, "float")
 ceil_p = _unary("ceil", np.ceil, "float")
 round_p = _unary("round", np.round, "float")
-exp_p = _unary("exp", np.exp, "float")
-log_p = _unary("log", np.log, "float")
-log1p_p = _unary("log1p", np.log1p, "float")
-expm1_p = _unary("expm1", np.expm1, "float")
-sin_p = _unary("sin", np.sin, "float")
-cos_p = _unary("cos", np.cos, "float")
-tan_p = _unary("tan", np.tan, "float")
-asin_p = _unary("asin", np.arcsin, "float")
-acos_p = _unary("acos", np.arccos, "float")
-atan_p = _unary("atan", np.arctan, "float")
-sinh_p = _unary("sinh", np.sinh, "float")
-cosh_p = _unary("cosh", np.cosh, "float")
-tanh_p = _unary("tanh", np.tanh, "float")
-sqrt_p = _unary("sqrt", np.sqrt, "float")
-rsqrt_p = _unary("rsqrt", lambda x: 1.0 / np.sqrt(x), "float")
+exp_p = _unary("exp", np.exp, "inexact")
+log_p = _unary("log", np.log, "inexact")
+log1p_p = _unary("log1p", np.log1p, "inexact")
+expm1_p = _unary("expm1", np.expm1, "inexact")
+sin_p = _unary("sin", np.sin, "inexact")
+cos_p = _unary("cos", np.cos, "inexact")
+tan_p = _unary("tan", np.tan, "inexact")
+asin_p = _unary("asin", np.arcsin, "inexact")
+acos_p = _unary("acos", np.arccos, "inexact")
+atan_p = _unary("atan", np.arctan, "inexact")
+sinh_p = _unary("sinh", np.sinh, "inexact")
+cosh_p = _unary("cosh", np.cosh, "inexact")
+tanh_p = _unary("tanh", np.tanh, "inexact")
+sqrt_p = _unary("sqrt", np.sqrt, "inexact")
+rsqrt_p = _unary("rsqrt", lambda x: 1.0 / np.sqrt(x), "inexact")
 cbrt_p = _unary("cbrt", np.cbrt, "float")
-abs_p = _unary("abs", np.abs)
+abs_p = _unary("abs", np.abs, real_result=True)   # |z| of a complex number is real
+real_p = _unary("real", np.real, "any", real_result=True)
+imag_p = _unary("imag", np.imag, "any", real_result=True)
+conj_p = _unary("conj", np.conj, "any")
 not_p = _unary("not", lambda x: np.logical_not(x) if x.dtype == np.bool_ else np.invert(x), "int_or_bool")
-logistic_p = _unary("logistic", lambda x: 1.0 / (1.0 + np.exp(-x)), "float")
+logistic_p = _unary("logistic", lambda x: 1.0 / (1.0 + np.exp(-x)), "inexact")
 
 
 def _is_finite_abstract(x):
     a = aval(x)
-    if not is_float_dtype(a.dtype):
-        raise TypeError(f"is_finite needs a floating-point operand, got {a.str_short()}")
+    check_kinds("is_finite", "float", a)
     return result_aval(a.shape, bool_)
 
 
@@ -92,12 +113,7 @@ def _binary_abstract(name, kinds, out_bool=False):
         if a.ndim and b.ndim:
             check_same_shapes(name, a, b)
         shape = a.shape if a.ndim else b.shape   # a rank-0 operand broadcasts
-        if kinds == "number" and a.dtype == bool_:
-            raise TypeError(f"{name} does not accept bool operands")
-        if kinds == "int_or_bool" and is_float_dtype(a.dtype):
-            raise TypeError(f"{name} needs integer or bool operands, got {a.dtype.name}")
-        if kinds == "float" and not is_float_dtype(a.dtype):
-            raise TypeError(f"{name} needs floating-point operands, got {a.dtype.name}")
+        check_kinds(name, kinds, a)
         dtype = bool_ if out_bool else a.dtype
         return result_aval(shape, dtype, a.weak_type and b.weak_type and not out_bool)
     return rule
@@ -142,20 +158,20 @@ add_p = _binary("add", lambda x, y: np.logical_or(x, y) if x.dtype == np.bool_ e
 sub_p = _binary("sub", np.subtract)
 mul_p = _binary("mul", lambda x, y: np.logical_and(x, y) if x.dtype == np.bool_ else x * y, "any")
 div_p = _binary("div", _div)
-rem_p = _binary("rem", _rem)
+rem_p = _binary("rem", _rem, "real_number")
 pow_p = _binary("pow", _pow)
-max_p = _binary("max", np.maximum, "any")
-min_p = _binary("min", np.minimum, "any")
+max_p = _binary("max", np.maximum, "ordered")
+min_p = _binary("min", np.minimum, "ordered")
 atan2_p = _binary("atan2", np.arctan2, "float")
 and_p = _binary("and", np.bitwise_and, "int_or_bool")
 or_p = _binary("or", np.bitwise_or, "int_or_bool")
 xor_p = _binary("xor", np.bitwise_xor, "int_or_bool")
 eq_p = _binary("eq", np.equal, "any", out_bool=True)
 ne_p = _binary("ne", np.not_equal, "any", out_bool=True)
-lt_p = _binary("lt", np.less, "any", out_bool=True)
-le_p = _binary("le", np.less_equal, "any", out_bool=True)
-gt_p = _binary("gt", np.greater, "any", out_bool=True)
-ge_p = _binary("ge", np.greater_equal, "any", out_bool=True)
+lt_p = _binary("lt", np.less, "ordered", out_bool=True)
+le_p = _binary("le", np.less_equal, "ordered", out_bool=True)
+gt_p = _binary("gt", np.greater, "ordered", out_bool=True)
+ge_p = _binary("ge", np.greater_equal, "ordered", out_bool=True)
 
 
 def _integer_pow_impl(x, *, y):
@@ -165,12 +181,31 @@ def _integer_pow_impl(x, *, y):
 
 def _integer_pow_abstract(x, *, y):
     a = aval(x)
-    if y < 0 and not is_float_dtype(a.dtype):
-        raise TypeError("integer_pow with a negative exponent needs a floating-point operand")
+    if y < 0 and not is_inexact_dtype(a.dtype):
+        raise TypeError(f"integer_pow with a negative exponent needs a floating-point operand, got {a.str_short()}")
     return result_aval(a.shape, a.dtype, a.weak_type)
 
 
 integer_pow_p = define("integer_pow", _integer_pow_impl, _integer_pow_abstract)
+
+
+def _complex_impl(x, y):
+    x, y = _arr(x), _arr(y)
+    return _arr(x + 1j * y if x.size or y.size else np.zeros(np.broadcast_shapes(x.shape, y.shape)),
+                complex_dtype(x.dtype))
+
+
+def _complex_abstract(x, y):
+    a, b = aval(x), aval(y)
+    check_dtypes_equal("complex", a, b)
+    if a.ndim and b.ndim:
+        check_same_shapes("complex", a, b)
+    if a.dtype not in (np.float32, np.float64):
+        raise TypeError(f"complex needs float32 or float64 parts, got {a.str_short()}")
+    return result_aval(a.shape if a.ndim else b.shape, complex_dtype(a.dtype), a.weak_type and b.weak_type)
+
+
+complex_p = define("complex", _complex_impl, _complex_abstract)   # real + 1j * imag
 
 
 def _select_n_impl(which, *cases):
@@ -199,6 +234,8 @@ select_n_p = define("select_n", _select_n_impl, _select_n_abstract)
 
 def _convert_impl(x, *, new_dtype, weak_type=False):
     x = _arr(x)
+    if is_complex_dtype(x.dtype) and not is_complex_dtype(new_dtype):
+        x = x.real   # numpy's astype keeps the real part (as does the lowering)
     if is_integer_dtype(new_dtype) and is_float_dtype(x.dtype):
         # truncate toward zero, NaN -> 0, saturate at the integer range (as the lowering does)
         info = np.iinfo(new_dtype)
@@ -349,6 +386,7 @@ rev_p = define("rev", lambda x, *, dimensions: np.array(np.flip(_arr(x), tuple(d
 def _reduce_abstract(name, kinds="any"):
     def rule(x, *, axes):
         a = aval(x)
+        check_kinds(name, kinds, a)
         for ax in axes:
             if not 0 <= ax < a.ndim:
                 raise TypeError(f"{name}: axis {ax} out of range for {describe_shapes(a)}")
@@ -356,7 +394,7 @@ def _reduce_abstract(name, kinds="any"):
     return rule
 
 
-def _reduce(name, fn, identity_ok=True):
+def _reduce(name, fn, identity_ok=True, kinds="any"):
     def impl(x, *, axes):
         x = _arr(x)
         if not identity_ok and any(x.shape[ax] == 0 for ax in axes):
@@ -371,13 +409,13 @@ def _reduce(name, fn, identity_ok=True):
             shape = tuple(d for i, d in enumerate(x.shape) if i not in axes)
             return np.full(shape, ident, dtype=x.dtype)
         return _arr(fn(x, axis=tuple(axes)), x.dtype)
-    return define(name, impl, _reduce_abstract(name))
+    return define(name, impl, _reduce_abstract(name, kinds))
 
 
 reduce_sum_p = _reduce("reduce_sum", lambda x, axis: np.sum(x, axis=axis) if x.dtype != np.bool_ else np.any(x, axis=axis))
 reduce_prod_p = _reduce("reduce_prod", lambda x, axis: np.prod(x, axis=axis) if x.dtype != np.bool_ else np.all(x, axis=axis))
-reduce_max_p = _reduce("reduce_max", np.max, identity_ok=False)
-reduce_min_p = _reduce("reduce_min", np.min, identity_ok=False)
+reduce_max_p = _reduce("reduce_max", np.max, identity_ok=False, kinds="ordered")
+reduce_min_p = _reduce("reduce_min", np.min, identity_ok=False, kinds="ordered")
 
 
 def _argminmax(name, fn):
@@ -390,6 +428,7 @@ def _argminmax(name, fn):
 
     def abstract(x, *, axes, index_dtype):
         a = aval(x)
+        check_kinds(name, "ordered", a)
         if len(axes) != 1 or not 0 <= axes[0] < a.ndim:
             raise TypeError(f"{name}: needs exactly one axis in range, got {axes} for {describe_shapes(a)}")
         return result_aval(tuple(d for i, d in enumerate(a.shape) if i != axes[0]), canonical_dtype(index_dtype))
@@ -435,6 +474,7 @@ def _sort_impl(*operands, dimension, num_keys):
 
 def _sort_abstract(*operands, dimension, num_keys):
     avs = [aval(o) for o in operands]
+    check_kinds("sort", "ordered", *avs[:num_keys])
     check_same_shapes("sort", *avs)
     if not 0 <= dimension < avs[0].ndim:
         raise TypeError(f"sort: dimension {dimension} out of range")

@@ -16,7 +16,7 @@ from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import chlo
 from jaxlib.mlir.dialects import stablehlo as hlo
 
-from ..core.avals import is_float_dtype, is_integer_dtype
+from ..core.avals import is_complex_dtype, is_float_dtype, is_integer_dtype, real_dtype
 from ..lax import primitives as P
 from .context import LoweringContext, is_static, tensor_type
 from .core import register_lowering
@@ -57,6 +57,25 @@ for _p, _op in [
     _unary(_p, _op)
 
 
+def _real_part(op):
+    def rule(ctx, eqn, x):
+        if not is_complex_dtype(_in(eqn).dtype):   # real/imag of a real number: x / zeros
+            return x if op is hlo.RealOp else ctx.broadcast_scalar_like(ctx.constant(0, _in(eqn).dtype), x)
+        return op(x).result
+    return rule
+
+
+register_lowering(P.real_p, _real_part(hlo.RealOp))
+register_lowering(P.imag_p, _real_part(hlo.ImagOp))
+
+
+@register_lowering(P.conj_p)
+def _conj(ctx, eqn, x):
+    if not is_complex_dtype(_in(eqn).dtype):
+        return x
+    return hlo.ComplexOp(hlo.RealOp(x).result, hlo.NegOp(hlo.ImagOp(x).result).result).result
+
+
 # ----------------------------------------------------------------------------------------------
 # Elementwise binary (a rank-0 operand broadcasts against an array)
 # ----------------------------------------------------------------------------------------------
@@ -94,6 +113,7 @@ _binary(P.atan2_p, _simple(hlo.Atan2Op))
 _binary(P.and_p, _simple(hlo.AndOp))
 _binary(P.or_p, _simple(hlo.OrOp))
 _binary(P.xor_p, _simple(hlo.XorOp))
+_binary(P.complex_p, _simple(hlo.ComplexOp))
 
 
 def _zero_safe(ctx, eqn, x, y, op):
@@ -185,6 +205,11 @@ def _convert(ctx, eqn, x, *, new_dtype, weak_type=False):
     src, dst = _in(eqn), _out(eqn)
     if src.dtype == dst.dtype:
         return x
+    if is_complex_dtype(src.dtype) and not is_complex_dtype(dst.dtype) and dst.dtype != _BOOL:
+        x = hlo.RealOp(x).result   # the real part, as numpy's astype (and the impl) keep
+        src = src.update(dtype=real_dtype(src.dtype))
+        if src.dtype == dst.dtype:
+            return x
     if dst.dtype == _BOOL:        # astype(bool) is x != 0 (NaN -> True)
         zero = ctx.broadcast_scalar_like(ctx.constant(0, src.dtype), x)
         return ctx.compare(x, zero, "NE", src.dtype)

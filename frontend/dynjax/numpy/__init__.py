@@ -3,7 +3,8 @@
 Outside any trace these functions compute eagerly and return numpy arrays; inside
 ``make_jaxpr`` / ``qjit`` they record primitives. Sizes may be traced integers.
 """
-from ..core.avals import bool_, float32, float64, int32, int64  # noqa: F401
+from ..core.avals import (bfloat16, bool_, complex64, complex128, float16, float32, float64,  # noqa: F401
+                          int8, int16, int32, int64, uint8, uint16, uint32, uint64)
 from .creation import (arange, array, asarray, empty, empty_like, eye, full, full_like,  # noqa: F401
                        identity, linspace, ones, ones_like, zeros, zeros_like)
 from .indexing import getitem  # noqa: F401
@@ -14,11 +15,12 @@ from .shape_ops import (astype, broadcast_to, concatenate, expand_dims, hstack, 
                         ndim, pad, ravel, reshape, shape, squeeze, stack, swapaxes, transpose,
                         vstack)
 from .sorting import argsort, sort  # noqa: F401
-from .ufuncs import (abs, absolute, add, arccos, arcsin, arctan, arctan2, bitwise_and,  # noqa: F401
-                     bitwise_or, bitwise_xor, cbrt, ceil, clip, cos, cosh, divide, equal, exp,
-                     expm1, floor, floor_divide, greater, greater_equal, invert, isfinite, less,
+from .ufuncs import (abs, absolute, add, angle, arccos, arcsin, arctan, arctan2, bitwise_and,  # noqa: F401
+                     bitwise_or, bitwise_xor, cbrt, ceil, clip, conj, conjugate, cos, cosh, divide, equal, exp,
+                     expm1, floor, floor_divide, greater, greater_equal, imag, invert, iscomplexobj,
+                     isfinite, isrealobj, less,
                      less_equal, log, log1p, logical_and, logical_not, logical_or, logical_xor,
-                     maximum, minimum, mod, multiply, negative, not_equal, power, remainder, rint,
+                     maximum, minimum, mod, multiply, negative, not_equal, power, real, remainder, rint,
                      sign, sin, sinh, sqrt, square, subtract, tan, tanh, true_divide, where)
 from . import indexing  # noqa: F401
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import lax
-from ..core.avals import bool_, float64, is_float_dtype
+from ..core.avals import bool_, float64, is_complex_dtype, is_float_dtype, is_inexact_dtype
 from ..core.trace import Tracer, typeof
 from ._promote import asarray_of, broadcast_arrays, promote, promote_and_broadcast, result_dtype
 
@@ -55,8 +55,10 @@ def logical_xor(x, y):
 
 
 def _to_float(x):
+    """``x``, or ``x`` as float64 when it is bool or integer (as JAX promotes integers for
+    inexact functions; numpy would pick float16 for int8)."""
     dtype, weak = result_dtype(x)
-    if not is_float_dtype(dtype):
+    if not is_inexact_dtype(dtype):
         return asarray_of(x, float64, weak)
     return x
 
@@ -64,7 +66,7 @@ def _to_float(x):
 def true_divide(x, y):
     """``x / y``; integers are divided as float64, as numpy does."""
     dtype, weak = result_dtype(x, y)
-    if not is_float_dtype(dtype):
+    if not is_inexact_dtype(dtype):
         x, y = asarray_of(x, float64, weak), asarray_of(y, float64, weak)
     x, y = promote_and_broadcast(x, y, keep_scalars=True)
     return lax.div(x, y)
@@ -88,8 +90,8 @@ def floor_divide(x, y):
     dtype = typeof(x).dtype
     if is_float_dtype(dtype):
         return lax.floor(lax.div(x, y))
-    if dtype == bool_:
-        raise TypeError("floor_divide does not accept bool operands")
+    if dtype == bool_ or is_complex_dtype(dtype):
+        raise TypeError(f"floor_divide does not accept {dtype} operands")
     q = lax.div(x, y)  # rounds toward zero
     return lax.select(_round_down_fix(lax.rem(x, y), y), lax.sub(q, dtype.type(1)), q)
 
@@ -110,7 +112,7 @@ def power(x, y):
     """``x ** y``; a static integer exponent becomes ``integer_pow`` (repeated multiplication)."""
     if isinstance(y, (int, np.integer)) and not isinstance(y, (bool, np.bool_)):
         (xp,) = promote(_arraylike(x))
-        if y >= 0 or is_float_dtype(typeof(xp).dtype):
+        if y >= 0 or is_inexact_dtype(typeof(xp).dtype):
             return lax.integer_pow(xp, int(y))
     x, y = promote_and_broadcast(x, y, keep_scalars=True)
     return lax.pow(x, y)
@@ -200,10 +202,60 @@ def square(x):
 def isfinite(x):
     x = _arraylike(x)
     (x,) = promote(x)
-    if not is_float_dtype(typeof(x).dtype):
+    dtype = typeof(x).dtype
+    if is_complex_dtype(dtype):
+        return lax.bitwise_and(lax.is_finite(lax.real(x)), lax.is_finite(lax.imag(x)))
+    if not is_float_dtype(dtype):
         from .creation import full_like
         return full_like(x, True, dtype=bool)
     return lax.is_finite(x)
+
+
+def real(x):
+    """The real part (``x`` itself for real numbers)."""
+    (x,) = promote(_arraylike(x))
+    return lax.real(x) if is_complex_dtype(typeof(x).dtype) else x
+
+
+def imag(x):
+    """The imaginary part (zeros for real numbers)."""
+    (x,) = promote(_arraylike(x))
+    if is_complex_dtype(typeof(x).dtype):
+        return lax.imag(x)
+    from .creation import zeros_like
+    return zeros_like(x)
+
+
+def conjugate(x):
+    """The complex conjugate (``x`` itself for real numbers)."""
+    (x,) = promote(_arraylike(x))
+    return lax.conj(x) if is_complex_dtype(typeof(x).dtype) else x
+
+
+conj = conjugate
+
+
+def angle(z, deg=False):
+    """The argument of complex numbers (0 or pi for real ones), in radians or degrees."""
+    z = _to_float(_arraylike(z))
+    dtype = typeof(z).dtype
+    if is_complex_dtype(dtype):
+        re, im = lax.real(z), lax.imag(z)
+    else:
+        re = z
+        im = lax.sub(z, z) if not isinstance(z, (int, float)) else 0.0
+        (re, im) = promote(re, im)
+    a = lax.atan2(im, re)
+    return multiply(a, 180.0 / np.pi) if deg else a
+
+
+def iscomplexobj(x):
+    """Whether ``x`` has a complex dtype."""
+    return is_complex_dtype(typeof(_arraylike(x)).dtype)
+
+
+def isrealobj(x):
+    return not iscomplexobj(x)
 
 
 def where(condition, x=None, y=None):
