@@ -14,7 +14,7 @@ from ..core import pytree
 from ..core.avals import bool_, int64, make_aval
 from ..core.expansion import trace_nested
 from ..core.jaxpr import Jaxpr, Literal, Var
-from ..core.trace import Tracer, typeof
+from ..core.trace import Tracer, current_trace, typeof
 from ..lax.api import convert_element_type
 from .loops import trace_loop_body
 from .primitives import cond_p, for_loop_p, scan_p, while_loop_p
@@ -226,7 +226,7 @@ def _fresh_dims_hook(fresh):
         for k, ax in fresh:
             d = typeof(leaves[k]).shape[ax]
             if isinstance(d, int):
-                d = convert_element_type(np.int64(d), int64)
+                d = current_trace().value_of_constant(d, int64)
                 shape = list(typeof(leaves[k]).shape)
                 shape[ax] = d
                 leaves[k] = reshape(leaves[k], shape)

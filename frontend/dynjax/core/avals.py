@@ -155,6 +155,12 @@ def same_dim(d1, d2) -> bool:
         return type(d1) is type(d2) and d1 == d2
     if d1 is d2:
         return True
+    s1, s2 = getattr(d1, "sym", None), getattr(d2, "sym", None)
+    if s1 is not None and s2 is not None:
+        # equal symbolic values (``n - 1`` computed twice, ``max(n, 0)`` once ``n`` is a size)
+        from .symbolic import decide_eq
+        if decide_eq(s1, s2):
+            return True
     t1, t2 = getattr(d1, "_trace", None), getattr(d2, "_trace", None)
     if t1 is None or t2 is None or t1 is t2:
         return False

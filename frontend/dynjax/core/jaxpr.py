@@ -24,12 +24,15 @@ _var_ids = itertools.count()
 
 
 class Var:
-    """A jaxpr variable. Identity is the object; names are chosen when printing."""
-    __slots__ = ("aval", "id")
+    """A jaxpr variable. Identity is the object; names are chosen when printing. A variable
+    recorded by tracing an integer scalar also keeps its symbolic value (``sym``), which
+    the type checker uses to compare dims as the tracer did."""
+    __slots__ = ("aval", "id", "sym")
 
-    def __init__(self, aval: ShapedArray):
+    def __init__(self, aval: ShapedArray, sym=None):
         self.aval = aval
         self.id = next(_var_ids)
+        self.sym = sym
 
     def as_dim(self):
         return self

@@ -6,6 +6,9 @@ What a primitive *means* lives in one table per interpretation, keyed by primiti
 * ``impl_rules``           - evaluate on numpy values (eager evaluation);
 * ``abstract_eval_rules``  - compute output types from input types (tracing, type checking);
 * ``lowering_rules``       - emit StableHLO (in ``dynjax.lowering``);
+* ``symbolic_rules``       - integer scalar arithmetic on symbolic dimension expressions
+  (``core/symbolic.py``; the rules are in ``lax/symbolic_rules.py``), so that equal sizes
+  computed twice are recognized as one dim;
 * ``jvp_rules``, ``transpose_rules``, ``batching_rules`` - for future transformations.
 
 Adding a primitive is a checklist: create it, then register one rule in each table.
@@ -38,6 +41,7 @@ class Primitive:
 
 impl_rules: Dict[Primitive, Callable] = {}
 abstract_eval_rules: Dict[Primitive, Callable] = {}
+symbolic_rules: Dict[Primitive, Callable] = {}
 jvp_rules: Dict[Primitive, Callable] = {}
 transpose_rules: Dict[Primitive, Callable] = {}
 batching_rules: Dict[Primitive, Callable] = {}

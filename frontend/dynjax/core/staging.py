@@ -10,15 +10,17 @@ Numpy arrays met while tracing become constvars of the outermost jaxpr.
 """
 from __future__ import annotations
 
+import math
 import os
 import sys
 from typing import Dict, List, Optional, Sequence
 
 import numpy as np
 
-from .avals import OutDBIdx, aval_of_value, make_aval
+from .avals import OutDBIdx, aval_of_value, is_integer_dtype, make_aval
 from .jaxpr import Jaxpr, JaxprEqn, Literal, Var
-from .primitive import abstract_eval_rules
+from .primitive import abstract_eval_rules, symbolic_rules
+from .symbolic import Expr, Symbol, single_symbols
 from .trace import Trace, Tracer, new_trace, next_level
 
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -35,12 +37,15 @@ def user_frame():
 
 
 class StagingTracer(Tracer):
-    """A tracer of a ``JaxprTrace``: stands for a jaxpr variable or a literal."""
-    __slots__ = ("literal",)
+    """A tracer of a ``JaxprTrace``: stands for a jaxpr variable or a literal. An integer
+    scalar also carries ``sym``, its value as a symbolic expression over the sizes the
+    scope takes as inputs (``core/symbolic.py``)."""
+    __slots__ = ("literal", "sym")
 
-    def __init__(self, trace, aval, literal=None):
+    def __init__(self, trace, aval, literal=None, sym=None):
         super().__init__(trace, aval)
         self.literal = literal  # the Literal when this tracer is an inline constant
+        self.sym = sym
 
     def as_dim(self):
         if self.literal is not None:
@@ -65,33 +70,87 @@ class JaxprTrace(Trace):
         self._captured_ids: Dict[int, Tracer] = {}
         self.known_dims: set = set()            # ids of tracers used as a dimension somewhere
         self._memo: Dict[object, Tracer] = {}   # see ``memoized``
+        self._by_sym: Dict[tuple, Tracer] = {}  # (dtype, weak, expression) -> its tracer
+        self.symbol_names = parent.symbol_names if parent is not None else [0]
 
     # --- creating tracers ---------------------------------------------------------------------
     def _var_aval(self, aval):
         return aval.update(shape=tuple(self.atoms[id(d)] if isinstance(d, Tracer) else d
                                        for d in aval.shape))
 
-    def _new_tracer(self, aval) -> StagingTracer:
+    def _new_tracer(self, aval, sym=None) -> StagingTracer:
         for d in aval.shape:
             if isinstance(d, Tracer) and d._trace is not self:
                 raise AssertionError("a dimension tracer belongs to another scope")
-        t = StagingTracer(self, aval)
-        self.known_dims.update(id(d) for d in aval.shape if isinstance(d, Tracer))
-        self.atoms[id(t)] = Var(self._var_aval(aval))
+        if sym is None and _is_int_scalar(aval):
+            sym = Expr.symbol(Symbol(self._symbol_name()))   # a size known only at run time
+        t = StagingTracer(self, aval, sym=sym)
+        for d in aval.shape:
+            if isinstance(d, Tracer):
+                self._know_size(d)
+        var = Var(self._var_aval(aval))
+        var.sym = sym
+        self.atoms[id(t)] = var
         self.keepalive.append(t)
+        if sym is not None:
+            self._by_sym.setdefault(_sym_key(aval, sym), t)
         return t
 
-    def new_arg(self, aval) -> StagingTracer:
-        t = self._new_tracer(aval)
+    def _symbol_name(self) -> str:
+        self.symbol_names[0] += 1
+        return f"d{self.symbol_names[0] - 1}"
+
+    def _know_size(self, d: Tracer) -> None:
+        """``d`` is used as a dimension: a run with ``d < 0`` fails, so from now on ``d >= 0``."""
+        self.known_dims.add(id(d))
+        sym = getattr(d, "sym", None)
+        if sym is not None:
+            for s in single_symbols(sym):
+                s.assume_nonnegative()
+
+    def new_arg(self, aval, name: Optional[str] = None, size: bool = False) -> StagingTracer:
+        """A new input of this scope; an integer scalar is a fresh symbol (named ``name``,
+        and known to be >= 0 when it is a ``size``)."""
+        sym = None
+        if _is_int_scalar(aval):
+            sym = Expr.symbol(Symbol(name or self._symbol_name(), lo=0 if size else -math.inf))
+        t = self._new_tracer(aval, sym)
         self.invars.append(self.atoms[id(t)])
         return t
 
     def literal_tracer(self, val, aval=None) -> StagingTracer:
         lit = Literal(val, aval)
-        t = StagingTracer(self, lit.aval, literal=lit)
+        sym = Expr.const(int(val)) if _carries_sym(lit.aval) else None
+        t = StagingTracer(self, lit.aval, literal=lit, sym=sym)
         self.atoms[id(t)] = lit
         self.keepalive.append(t)
         return t
+
+    def find_sym(self, aval, sym) -> Optional[Tracer]:
+        """The tracer already holding the value ``sym`` (of this dtype), in this scope or an
+        enclosing one (then captured), or a literal for a constant; None if there is none."""
+        c = sym.as_const()
+        if c is not None:
+            return self.literal_tracer(aval.dtype.type(c), aval)
+        for weak in (aval.weak_type, not aval.weak_type):
+            scope = self
+            while scope is not None:
+                t = scope._by_sym.get((aval.dtype, weak, sym))
+                if t is not None and scope.active:
+                    t = t if scope is self else self.lift(t)
+                    # the same value, weakly typed where a strong one is asked for (or the
+                    # reverse): keep the requested type, which decides later promotions
+                    return t if weak == aval.weak_type else self._retyped(t, aval)
+                scope = scope.parent
+        return None
+
+    def _retyped(self, t: StagingTracer, aval) -> StagingTracer:
+        from ..lax.primitives import convert_element_type_p
+        out = self._new_tracer(aval, t.sym)
+        params = dict(new_dtype=aval.dtype, weak_type=aval.weak_type)
+        self.eqns.append(JaxprEqn(convert_element_type_p, [self.atoms[id(t)]], [self.atoms[id(out)]], params,
+                                  user_frame()))
+        return out
 
     def pure(self, val):
         if isinstance(val, (bool, int, float, np.bool_, np.integer, np.floating)):
@@ -131,7 +190,7 @@ class JaxprTrace(Trace):
             inner = self.literal_tracer(outer.literal.val, outer.literal.aval)
         else:
             shape = tuple(self.lift(d) if isinstance(d, Tracer) else d for d in outer.aval.shape)
-            inner = self._new_tracer(outer.aval.update(shape=shape))
+            inner = self._new_tracer(outer.aval.update(shape=shape), getattr(outer, "sym", None))
             self.captured.append((outer, inner))
         self._captured_ids[key] = inner
         self._captured_ids[id(outer)] = inner
@@ -151,6 +210,16 @@ class JaxprTrace(Trace):
         if rule is None:
             raise NotImplementedError(f"primitive {primitive.name} has no abstract evaluation rule")
         out = rule(*tracers, **params)
+        if not primitive.multiple_results and _carries_sym(out):
+            sym = self._symbolic(primitive, tracers, params)
+            if sym is not None:
+                known = self.find_sym(out, sym)
+                if known is not None:
+                    return known   # an equal size computed before: one variable
+                t = self._new_tracer(make_aval((), out.dtype, out.weak_type), sym)
+                self.eqns.append(JaxprEqn(primitive, [self.atoms[id(x)] for x in tracers],
+                                          [self.atoms[id(t)]], params, user_frame()))
+                return t
         out_avals = list(out) if primitive.multiple_results else [out]
         outs: List[StagingTracer] = []
         for aval in out_avals:
@@ -159,6 +228,28 @@ class JaxprTrace(Trace):
         self.eqns.append(JaxprEqn(primitive, [self.atoms[id(t)] for t in tracers],
                                   [self.atoms[id(t)] for t in outs], params, user_frame()))
         return outs if primitive.multiple_results else outs[0]
+
+    def value_of_constant(self, value: int, dtype) -> StagingTracer:
+        """A variable (not a literal) holding the integer ``value``, for a type that must refer
+        to a variable (a branch's static size where other branches' sizes differ)."""
+        from ..lax.primitives import convert_element_type_p
+        lit = self.literal_tracer(np.dtype(dtype).type(value))
+        t = self._new_tracer(lit.aval.strip_weak_type(), Expr.const(int(value)))
+        params = dict(new_dtype=np.dtype(dtype), weak_type=False)
+        self.eqns.append(JaxprEqn(convert_element_type_p, [lit.literal], [self.atoms[id(t)]], params,
+                                  user_frame()))
+        return t
+
+    @staticmethod
+    def _symbolic(primitive, tracers, params):
+        """The symbolic value of an integer scalar result, or None."""
+        rule = symbolic_rules.get(primitive)
+        if rule is None:
+            return None
+        syms = [getattr(t, "sym", None) for t in tracers]
+        if any(s is None for s in syms):
+            return None
+        return rule([t.aval for t in tracers], *syms, **params)
 
     def atom(self, t: Tracer):
         return self.atoms[id(self.full_raise(t))]
@@ -170,7 +261,8 @@ class JaxprTrace(Trace):
             raise AssertionError("the outermost scope cannot capture values")
         outvars = [self.atom(o) for o in out_vals]
         invars = [self.atoms[id(t)] for t in in_tracers]
-        return Jaxpr(self.constvars, invars, self.eqns, outvars, in_explicit, out_explicit)
+        return Jaxpr(self.constvars, invars, live_equations(self.eqns, outvars), outvars, in_explicit,
+                     out_explicit)
 
     def close(self, in_tracers: Sequence[Tracer], out_vals: Sequence, in_explicit=None,
               out_explicit=None):
@@ -188,7 +280,46 @@ class JaxprTrace(Trace):
             in_explicit = (True,) * len(in_tracers)
         in_explicit = (False,) * len(lead) + tuple(in_explicit)
         consts = list(self.constvals) + [outer for outer, _ in self.captured]
-        return Jaxpr([], invars, self.eqns, outvars, in_explicit, out_explicit), consts
+        return Jaxpr([], invars, live_equations(self.eqns, outvars), outvars, in_explicit,
+                     out_explicit), consts
+
+def live_equations(eqns, outvars):
+    """The equations the outputs depend on (through operands or types), in order. Size
+    arithmetic that symbolic reuse made redundant (``n - 1`` computed twice) is dropped;
+    every primitive is pure, so nothing else changes."""
+    live = set()
+
+    def use(atom):
+        if isinstance(atom, Var) and id(atom) not in live:
+            live.add(id(atom))
+            for d in atom.aval.shape:
+                use(d)
+    for v in outvars:
+        use(v)
+    kept = []
+    for eqn in reversed(eqns):
+        if any(id(v) in live for v in eqn.outvars):
+            kept.append(eqn)
+            for v in eqn.outvars:
+                use(v)
+            for a in eqn.invars:
+                use(a)
+    kept.reverse()
+    return kept
+
+
+def _is_int_scalar(aval) -> bool:
+    return aval.shape == () and is_integer_dtype(aval.dtype)
+
+
+def _carries_sym(aval) -> bool:
+    """Integer scalars carry expressions; bool scalars a decided constant, when known."""
+    return aval.shape == () and (is_integer_dtype(aval.dtype) or aval.dtype == np.bool_)
+
+
+def _sym_key(aval, sym):
+    return (aval.dtype, aval.weak_type, sym)
+
 
 def is_known_dim(x) -> bool:
     """Whether ``x`` is a traced integer already used as an array dimension (hence >= 0)."""

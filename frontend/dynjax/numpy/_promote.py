@@ -38,6 +38,7 @@ _LATTICE = {
     "c*": [A.complex64], A.complex64: [A.complex128], A.complex128: [],
 }
 _WEAK_DEFAULT = {"i*": A.int64, "f*": A.float64, "c*": A.complex128}
+_WEAK_PYTHON = {A.int64: int, A.float64: float, A.complex128: complex}
 
 
 def _upper_sets():
@@ -101,8 +102,9 @@ def asarray_of(x, dtype, weak_type=False):
     if isinstance(x, Tracer):
         # a weakly typed tracer of the right dtype is fine: strong operands win in every operation
         return x if x.aval.dtype == dtype else lax.convert_element_type(x, dtype, weak_type)
-    if isinstance(x, (bool, int, float, complex)) and weak_type:
-        return dtype.type(x) if dtype != float64 or isinstance(x, float) else float(x)
+    if isinstance(x, (int, float, complex)) and not isinstance(x, bool) and weak_type:
+        # a weak result of Python scalars stays a Python scalar (a weakly typed literal)
+        return _WEAK_PYTHON.get(dtype, dtype.type)(x)
     arr = np.asarray(x)
     if arr.dtype != dtype:
         arr = arr.astype(dtype)
@@ -114,7 +116,7 @@ def promote(*args):
     dtype, weak = result_dtype(*args)
     out = []
     for a in args:
-        if isinstance(a, (bool, int, float, complex)) and not isinstance(a, Tracer):
+        if isinstance(a, (bool, int, float, complex)) and not (weak and type(a) in (int, float, complex)):
             out.append(dtype.type(a))
         else:
             out.append(asarray_of(a, dtype, weak))

@@ -1,0 +1,391 @@
+"""Symbolic dimension expressions: integer polynomials over a scope's dimension inputs.
+
+A dynamic dim is a jaxpr variable *and* an expression over the scope's size inputs
+(implicit dims, int arguments, loop-carried sizes, data-dependent sizes), so that two
+sizes computed separately are recognized as equal (``x[1:]`` and ``x[:-1]`` are both
+``n - 1``). Expressions are kept in a canonical form, so equality is structural:
+
+* a polynomial with integer coefficients over *atoms*: a sum of ``coeff * monomial``,
+  a monomial being a product of atoms with positive powers (``2*n*m + n - 1``);
+* atoms are input ``Symbol`` s, or the non-polynomial operations, themselves canonical:
+  ``floordiv(e, c)`` and ``mod(e, c)`` by a positive constant (with the multiples of
+  ``c`` pulled out: ``(2*n + 3) // 2 == n + 1 + (1 // 2)`` -> ``n + 1``), and
+  ``max0(e) = max(e, 0)``, to which ``max``/``min`` reduce (``max(a, b) = a + max0(b - a)``),
+  dropped when the sign of ``e`` is decidable.
+
+Decisions use bounds: every symbol has an interval (a size is ``>= 0``; an integer that
+was used as a size is known to be ``>= 0`` from then on, since a negative size fails the
+program at run time). ``decide_ge`` answers True / False / None (unknown) by interval
+arithmetic; ``simplify`` re-canonicalizes an expression under the facts known now (a
+``max(n, 0)`` built before ``n`` was known to be a size becomes ``n``).
+"""
+from __future__ import annotations
+
+import itertools
+import math
+from typing import Dict, Optional, Tuple
+
+_INF = math.inf
+_ids = itertools.count()
+
+
+class Symbol:
+    """A size input of a scope: an opaque integer with bounds ``[lo, hi]``."""
+    __slots__ = ("name", "lo", "hi", "id")
+
+    def __init__(self, name: str, lo=-_INF, hi=_INF):
+        self.name = name
+        self.lo, self.hi = lo, hi
+        self.id = next(_ids)
+
+    def assume_nonnegative(self):
+        """Record that this integer is a size (used as a dimension): ``>= 0``."""
+        self.lo = max(self.lo, 0)
+
+    def __repr__(self):
+        return self.name
+
+
+# A monomial: tuple of (atom, power) sorted by atom key; () is the constant monomial.
+# An expression: tuple of (monomial, coeff) sorted by monomial key, coeff != 0.
+
+
+def _atom_key(atom):
+    if isinstance(atom, Symbol):
+        return (0, atom.id)
+    op, *args = atom
+    return (1, op, tuple(_expr_key(a) if isinstance(a, Expr) else a for a in args))
+
+
+def _mono_key(mono):
+    return tuple((_atom_key(a), p) for a, p in mono)
+
+
+def _expr_key(e: "Expr"):
+    return tuple((_mono_key(m), c) for m, c in e.terms)
+
+
+class Expr:
+    """A canonical integer polynomial (see the module docstring). Immutable and hashable;
+    ``==`` is structural equality of canonical forms."""
+    __slots__ = ("terms", "_hash")
+
+    def __init__(self, terms: Dict[tuple, int]):
+        items = [(m, c) for m, c in terms.items() if c != 0]
+        items.sort(key=lambda mc: _mono_key(mc[0]))
+        self.terms = tuple(items)
+        self._hash = hash(_expr_key(self))
+
+    # --- construction ----------------------------------------------------------------------
+    @staticmethod
+    def const(c: int) -> "Expr":
+        return Expr({(): int(c)})
+
+    @staticmethod
+    def atom(a) -> "Expr":
+        return Expr({((a, 1),): 1})
+
+    @staticmethod
+    def symbol(s: Symbol) -> "Expr":
+        return Expr.atom(s)
+
+    def as_const(self) -> Optional[int]:
+        if not self.terms:
+            return 0
+        if len(self.terms) == 1 and self.terms[0][0] == ():
+            return self.terms[0][1]
+        return None
+
+    def __eq__(self, other):
+        return isinstance(other, Expr) and self._hash == other._hash and _expr_key(self) == _expr_key(other)
+
+    def __hash__(self):
+        return self._hash
+
+    # --- arithmetic ------------------------------------------------------------------------
+    def __add__(self, other):
+        other = _lift(other)
+        out = dict(self.terms)
+        for m, c in other.terms:
+            out[m] = out.get(m, 0) + c
+        return Expr(out)
+
+    __radd__ = __add__
+
+    def __neg__(self):
+        return Expr({m: -c for m, c in self.terms})
+
+    def __sub__(self, other):
+        return self + (-_lift(other))
+
+    def __rsub__(self, other):
+        return _lift(other) - self
+
+    def __mul__(self, other):
+        other = _lift(other)
+        out: Dict[tuple, int] = {}
+        for m1, c1 in self.terms:
+            for m2, c2 in other.terms:
+                m = _mono_mul(m1, m2)
+                out[m] = out.get(m, 0) + c1 * c2
+        return Expr(out)
+
+    __rmul__ = __mul__
+
+    def floordiv(self, c: int) -> "Expr":
+        """``floor(self / c)`` for a nonzero constant ``c``."""
+        c = int(c)
+        if c == 0:
+            raise ZeroDivisionError("floor division of a size by zero")
+        if c < 0:
+            return (-self).floordiv(-c)
+        q, r = self._split(c)
+        rc = r.as_const()
+        if rc is not None:
+            return q + Expr.const(rc // c)
+        lo, hi = bounds(r)
+        if lo >= 0 and hi < c:        # 0 <= r < c: floor(r / c) == 0
+            return q
+        return q + Expr.atom(("floordiv", r, c))
+
+    def mod(self, c: int) -> "Expr":
+        """``self mod c`` with the sign of ``c`` (Python's ``%``) for a nonzero constant ``c``."""
+        c = int(c)
+        if c == 0:
+            raise ZeroDivisionError("modulo of a size by zero")
+        return self - self.floordiv(c) * c
+
+    def _split(self, c: int) -> Tuple["Expr", "Expr"]:
+        """``self == c*q + r`` with every coefficient of ``r`` in ``[0, c)``."""
+        q, r = {}, {}
+        for m, k in self.terms:
+            q[m], r[m] = k // c, k % c
+        return Expr(q), Expr(r)
+
+    def __repr__(self):
+        return to_str(self)
+
+
+def _lift(x) -> Expr:
+    if isinstance(x, Expr):
+        return x
+    if isinstance(x, Symbol):
+        return Expr.symbol(x)
+    return Expr.const(int(x))
+
+
+def _mono_mul(m1, m2):
+    powers: Dict[object, int] = {}
+    atoms: Dict[object, object] = {}
+    for a, p in m1 + m2:
+        k = _atom_key(a)
+        powers[k] = powers.get(k, 0) + p
+        atoms[k] = a
+    return tuple((atoms[k], powers[k]) for k in sorted(powers))
+
+
+def maximum(a, b) -> Expr:
+    """``max(a, b)``, canonically ``a + max0(b - a)`` (the side whose difference has the
+    smaller canonical key is the base), so that ``n - min(1, n)`` and ``max(n - 1, 0)`` are
+    the same expression; one side alone when it provably dominates."""
+    a, b = _lift(a), _lift(b)
+    return a + max0(b - a)
+
+
+def _max0_of_max0(d: Expr) -> Optional[Expr]:
+    """``max0(max0(a) + r) == max0(a + r)`` when ``r <= 0`` (if ``a < 0`` both are 0)."""
+    for m, k in d.terms:
+        if k == 1 and len(m) == 1 and m[0][1] == 1 and not isinstance(m[0][0], Symbol) \
+                and m[0][0][0] == "max0":
+            r = d - Expr({m: 1})
+            if decide_ge(0, r):
+                return max0(m[0][0][1] + r)
+    return None
+
+
+def minimum(a, b) -> Expr:
+    """``min(a, b) == a + b - max(a, b)``."""
+    a, b = _lift(a), _lift(b)
+    return a + b - maximum(a, b)
+
+
+def max0(d) -> Expr:
+    """``max(d, 0)``: ``d`` or ``0`` when decidable, else a canonical atom. Of ``d`` and
+    ``-d`` the atom keeps the one with the smaller key (``max0(-d) == max0(d) - d``)."""
+    d = _lift(d)
+    c = d.as_const()
+    if c is not None:
+        return Expr.const(max(c, 0))
+    if decide_ge(d, 0):
+        return d
+    if decide_ge(0, d):
+        return Expr.const(0)
+    nested = _max0_of_max0(d)
+    if nested is not None:
+        return nested
+    nested = _max0_of_max0(-d)   # max0(d) == max0(-d) + d
+    if nested is not None:
+        return nested + d
+    if _expr_key(-d) < _expr_key(d):
+        return Expr.atom(("max0", -d)) + d
+    return Expr.atom(("max0", d))
+
+
+# --- bounds and decisions -------------------------------------------------------------------
+def _imul(x, y):
+    if x == 0 or y == 0:
+        return 0
+    return x * y
+
+
+def _interval_mul(a, b):
+    products = [_imul(x, y) for x in a for y in b]
+    return min(products), max(products)
+
+
+def _interval_pow(iv, p):
+    lo, hi = iv
+    if p % 2 == 1 or lo >= 0:
+        return (lo ** p if lo != -_INF else -_INF if p % 2 else _INF), hi ** p
+    if hi <= 0:
+        return hi ** p, lo ** p
+    return 0, max(lo ** p, hi ** p)
+
+
+def _atom_bounds(atom):
+    if isinstance(atom, Symbol):
+        return atom.lo, atom.hi
+    op, *args = atom
+    if op == "floordiv":
+        e, c = args
+        lo, hi = bounds(e)
+        return (math.floor(lo / c) if lo != -_INF else -_INF), (math.floor(hi / c) if hi != _INF else _INF)
+    if op == "max0":
+        lo, hi = bounds(args[0])
+        return max(lo, 0), max(hi, 0)
+    raise AssertionError(op)
+
+
+def bounds(e: Expr) -> Tuple[float, float]:
+    """An interval containing every value of ``e`` (given the symbols' bounds)."""
+    lo = hi = 0
+    for m, c in e.terms:
+        iv = (1, 1)
+        for a, p in m:
+            iv = _interval_mul(iv, _interval_pow(_atom_bounds(a), p))
+        t = _interval_mul(iv, (c, c))
+        lo, hi = lo + t[0], hi + t[1]
+    return lo, hi
+
+
+def decide_ge(a, b) -> Optional[bool]:
+    """True when ``a >= b`` always holds, False when never, None when it depends."""
+    e = _lift(a) - _lift(b)
+    if _nonnegative(e, 3):
+        return True
+    if _nonnegative(-e - 1, 3):
+        return False
+    return None
+
+
+def _nonnegative(e: Expr, depth: int) -> bool:
+    """Whether ``e >= 0`` provably: by interval arithmetic, else by replacing one linear
+    ``floordiv``/``max0`` atom by a linear lower bound (``c * (r // c) >= r - c + 1``,
+    ``r // c <= r / c``, ``max0(d) >= d`` and ``>= 0``) and trying again."""
+    if bounds(e)[0] >= 0:
+        return True
+    if depth == 0:
+        return False
+    for m, k in e.terms:
+        if len(m) != 1 or m[0][1] != 1 or isinstance(m[0][0], Symbol):
+            continue
+        atom = m[0][0]
+        rest = e - Expr({m: k})
+        op, *args = atom
+        if op == "floordiv":
+            r, c = args
+            # k > 0: k*fd >= k*(r - c + 1)/c; k < 0: k*fd >= k*r/c (multiply through by c > 0)
+            bound = rest * c + (r - (c - 1)) * k if k > 0 else rest * c + r * k
+            if _nonnegative(bound, depth - 1):
+                return True
+        elif op == "max0" and k > 0:
+            (d,) = args
+            if _nonnegative(rest, depth - 1) or _nonnegative(rest + d * k, depth - 1):
+                return True
+    return False
+
+
+def decide_eq(a, b) -> Optional[bool]:
+    """True when ``a == b`` always (after simplifying under current facts), False when
+    provably different, None when it depends on the inputs' values."""
+    a, b = simplify(_lift(a)), simplify(_lift(b))
+    if a == b:
+        return True
+    lo, hi = bounds(a - b)
+    if lo > 0 or hi < 0:
+        return False
+    return None
+
+
+def simplify(e: Expr) -> Expr:
+    """Rebuild ``e`` under the facts known now (max/min/floordiv may simplify further)."""
+    out = Expr.const(0)
+    for m, c in e.terms:
+        t = Expr.const(c)
+        for a, p in m:
+            sa = _simplify_atom(a)
+            for _ in range(p):
+                t = t * sa
+        out = out + t
+    return out
+
+
+def _simplify_atom(atom) -> Expr:
+    if isinstance(atom, Symbol):
+        return Expr.symbol(atom)
+    op, *args = atom
+    if op == "floordiv":
+        return simplify(args[0]).floordiv(args[1])
+    if op == "max0":
+        return max0(simplify(args[0]))
+    raise AssertionError(op)
+
+
+def single_symbols(e: Expr):
+    """The symbol ``e`` is, as a one-element list (``[n]`` for ``n``), else ``[]``."""
+    if len(e.terms) == 1:
+        (m, c), = e.terms
+        if c == 1 and len(m) == 1 and m[0][1] == 1 and isinstance(m[0][0], Symbol):
+            return [m[0][0]]
+    return []
+
+
+# --- printing -------------------------------------------------------------------------------
+def _atom_str(a) -> str:
+    if isinstance(a, Symbol):
+        return a.name
+    op, x, *rest = a
+    if op == "floordiv":
+        return f"floordiv({to_str(x)}, {rest[0]})"
+    return f"max({to_str(x)}, 0)"
+
+
+def to_str(e: Expr) -> str:
+    """``2*n*m + n - 1``: the form error messages and ``str(aval)`` show."""
+    if not e.terms:
+        return "0"
+    parts = []
+    for m, c in sorted(e.terms, key=lambda mc: (-sum(p for _, p in mc[0]), _mono_key(mc[0]))):
+        body = "*".join(_atom_str(a) + (f"^{p}" if p > 1 else "") for a, p in m)
+        if not body:
+            text = str(abs(c))
+        elif abs(c) == 1:
+            text = body
+        else:
+            text = f"{abs(c)}*{body}"
+        parts.append(("-" if c < 0 else "+", text))
+    first_sign, first = parts[0]
+    out = ("-" if first_sign == "-" else "") + first
+    for sign, text in parts[1:]:
+        out += f" {sign} {text}"
+    return out
