@@ -24,8 +24,8 @@ def trace_error(exc_type, f, *args, **kw):
 def test_add_two_different_dynamic_dims():
     msg = trace_error(TypeError, lambda a, b: a + b, np.ones(3), np.ones(3),
                       abstracted_axes=(("n",), ("m",)))
-    assert re.search(r"float64\[d0\] and float64\[d1\]", msg), msg
-    assert "same variable" in msg
+    assert "float64[n] and float64[m]" in msg, msg
+    assert "the sizes n and m are not known to be equal" in msg, msg
 
 
 def test_same_named_dynamic_dims_are_compatible():
@@ -43,7 +43,7 @@ def test_static_broadcast_error_names_shapes():
 
 def test_dynamic_against_static_dim():
     msg = trace_error(TypeError, lambda a, b: a - b, np.ones(3), np.ones(3), abstracted_axes=({0: "n"}, None))
-    assert "float64[d0] and float64[3]" in msg, msg
+    assert "float64[n] and float64[3]" in msg, msg
 
 
 @pytest.mark.parametrize("f,shapes", [
@@ -61,10 +61,10 @@ def test_dot_static_contraction_mismatch(f, shapes):
 def test_dot_dynamic_contraction_mismatch():
     msg = trace_error(TypeError, lambda a, b: jnp.dot(a, b), np.ones((2, 3)), np.ones(3),
                       abstracted_axes=({1: "n"}, {0: "m"}))
-    assert "float64[2,d0] and float64[d1]" in msg, msg
+    assert "float64[2,n] and float64[m]" in msg, msg
     msg = trace_error(TypeError, lambda a, b: a @ b, np.ones((3, 3)), np.ones((3, 3)),
                       abstracted_axes=(("n", "m"), ("k", "n")))
-    assert "float64[d0,d1] and float64[d2,d0]" in msg, msg
+    assert "float64[n,m] and float64[k,n]" in msg, msg
 
 
 @pytest.mark.parametrize("shape,f,kw", [
@@ -154,7 +154,7 @@ def test_concatenate_mismatch():
     assert "float64[2,3] and float64[2,4]" in msg, msg
     msg = trace_error(TypeError, lambda a, b: jnp.concatenate([a, b], axis=1), np.ones((2, 3)), np.ones((2, 4)),
                       abstracted_axes=({0: "n"}, {0: "m"}))
-    assert "float64[d0,3] and float64[d1,4]" in msg, msg
+    assert "float64[n,3] and float64[m,4]" in msg, msg
 
 
 def test_where_one_argument_form():

@@ -168,10 +168,12 @@ def input_signature(leaves: Sequence[Any], leaf_specs: Sequence[Any], leaf_where
     return InputSignature(tuple(in_type), names, sources, avals, list(leaf_where))
 
 
-def trace_flat(fun_flat: Callable, in_type) -> Tuple[ClosedJaxpr, Any]:
-    """Trace ``fun_flat(*explicit_leaves) -> (out_leaves, out_tree)`` from an expanded in_type."""
+def trace_flat(fun_flat: Callable, in_type, dim_names=()) -> Tuple[ClosedJaxpr, Any]:
+    """Trace ``fun_flat(*explicit_leaves) -> (out_leaves, out_tree)`` from an expanded in_type.
+    ``dim_names`` name the implicit dims' symbols (abstracted axis names)."""
     with new_jaxpr_trace(None) as scope:
-        args = parse_input_type(scope, in_type)
+        args = parse_input_type(scope, in_type, [n if isinstance(n, str) and not n.startswith("__")
+                                                 else None for n in dim_names])
         explicit = [t for t, (_, e) in zip(args, in_type) if e]
         out_leaves, out_tree = fun_flat(*explicit)
         for i, x in enumerate(out_leaves):
@@ -253,7 +255,7 @@ def trace_function(fun: Callable, args: Sequence[Any], kwargs: Dict[str, Any], s
         out = fun(*call_args, **call_kwargs)
         return pytree.tree_flatten(out)
 
-    closed, out_tree = trace_flat(fun_flat, sig.in_type)
+    closed, out_tree = trace_flat(fun_flat, sig.in_type, sig.dim_names)
     return TracedFunction(closed, out_tree, sig, (tuple(trees), kw_tree), tuple(sorted(static)))
 
 

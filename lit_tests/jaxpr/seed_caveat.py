@@ -35,4 +35,4 @@ try:
     dynjax.make_jaxpr(resized)(5)
 except TypeError as e:
     print("TypeError:", e)
-# CHECK: TypeError: shapes float64[d0] and float64[d1] cannot be broadcast together
+# CHECK: TypeError: shapes float64[{{d[0-9]+}}] and float64[{{d[0-9]+}}] cannot be broadcast together

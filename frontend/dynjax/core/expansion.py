@@ -63,10 +63,11 @@ def deduce_input_type(args: Sequence[Any],
     return implicit, tuple((dim_aval(), False) for _ in implicit), tuple((a, True) for a in rows)
 
 
-def parse_input_type(trace: JaxprTrace, in_type) -> List[Tracer]:
-    """Create argument tracers in ``trace`` for an in_type (outer dims get captured)."""
+def parse_input_type(trace: JaxprTrace, in_type, names=()) -> List[Tracer]:
+    """Create argument tracers in ``trace`` for an in_type (outer dims get captured). The
+    leading integer inputs may be given ``names`` for their symbolic sizes (``n``)."""
     tracers: List[Tracer] = []
-    for aval, _ in in_type:
+    for k, (aval, _) in enumerate(in_type):
         shape = []
         for d in aval.shape:
             if isinstance(d, DBIdx):
@@ -75,7 +76,8 @@ def parse_input_type(trace: JaxprTrace, in_type) -> List[Tracer]:
                 shape.append(trace.full_raise(d))
             else:
                 shape.append(d)
-        tracers.append(trace.new_arg(make_aval(shape, aval.dtype, aval.weak_type)))
+        name = names[k] if k < len(names) else None
+        tracers.append(trace.new_arg(make_aval(shape, aval.dtype, aval.weak_type), name))
     return tracers
 
 

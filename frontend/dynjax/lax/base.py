@@ -1,8 +1,8 @@
 """Helpers shared by the primitive definitions: registration and shape checking.
 
-Shape checks compare dims with ``same_dim``: equal ints, or the very same symbolic dim.
-Two dynamic dims that are different variables are *not* known to be equal, so they
-are a trace-time ``TypeError`` whose message names both shapes.
+Shape checks compare dims with ``same_dim``: equal ints, or dims whose symbolic
+expressions are provably equal. Dims that are not known to be equal are a trace-time
+``TypeError`` whose message names both expressions.
 """
 from __future__ import annotations
 
@@ -46,26 +46,29 @@ def check_same_shapes(name: str, *avals) -> None:
 
 
 def dynamic_hint(s1, s2) -> str:
-    if any(not isinstance(d, int) for d in tuple(s1) + tuple(s2)):
-        return ("dynamic dimensions are equal only when they are the same variable "
-                "(give both axes the same name in abstracted_axes, or derive one size from the other)")
+    pairs = [(a, b) for a, b in zip(s1, s2) if not same_dim(a, b)]
+    if any(not isinstance(d, int) for pair in pairs for d in pair):
+        a, b = pairs[0]
+        return (f"the sizes {dim_str(a)} and {dim_str(b)} are not known to be equal (dynjax "
+                "compares sizes by their symbolic expressions; give the axes the same name in "
+                "abstracted_axes, or assert it with dynjax.match_shape(x, y.shape), checked at run time)")
     return "the shapes must match"
 
 
-def describe_shapes(*avals) -> str:
-    """Shapes for error messages: dynamic dims are numbered so that equal ones show equal."""
-    names = {}
+def dim_str(d) -> str:
+    """A dim for messages: an int, or its symbolic expression (``n - 1``)."""
+    if isinstance(d, int):
+        return str(d)
+    lit = getattr(d, "literal", None)
+    if lit is not None:
+        return str(lit.val)
+    sym = getattr(d, "sym", None)
+    return str(sym) if sym is not None else "?"
 
-    def dim(d):
-        if isinstance(d, int):
-            return str(d)
-        lit = getattr(d, "literal", None)
-        if lit is not None:
-            return str(lit.val)
-        if id(d) not in names:
-            names[id(d)] = f"d{len(names)}"
-        return names[id(d)]
-    return " and ".join(f"{a.dtype.name}[{','.join(dim(d) for d in a.shape)}]" for a in avals)
+
+def describe_shapes(*avals) -> str:
+    """Shapes for error messages, dynamic dims by their expressions: ``float64[n - 1]``."""
+    return " and ".join(f"{a.dtype.name}[{','.join(dim_str(d) for d in a.shape)}]" for a in avals)
 
 
 def check_dtypes_equal(name: str, *avals) -> None:
