@@ -281,38 +281,61 @@ def bounds(e: Expr) -> Tuple[float, float]:
 def decide_ge(a, b) -> Optional[bool]:
     """True when ``a >= b`` always holds, False when never, None when it depends."""
     e = _lift(a) - _lift(b)
-    if _nonnegative(e, 3):
+    if _nonnegative(e, (), 4):
         return True
-    if _nonnegative(-e - 1, 3):
+    if _nonnegative(-e - 1, (), 4):
         return False
     return None
 
 
-def _nonnegative(e: Expr, depth: int) -> bool:
-    """Whether ``e >= 0`` provably: by interval arithmetic, else by replacing one linear
-    ``floordiv``/``max0`` atom by a linear lower bound (``c * (r // c) >= r - c + 1``,
-    ``r // c <= r / c``, ``max0(d) >= d`` and ``>= 0``) and trying again."""
-    if bounds(e)[0] >= 0:
+def _nonnegative(e: Expr, hyps, depth: int) -> bool:
+    """Whether ``e >= 0`` provably, given hypotheses ``h >= 0`` for ``h`` in ``hyps``:
+
+    * by interval arithmetic on ``e`` or on ``e - h`` (``e >= h >= 0``);
+    * by replacing a linear ``floordiv`` atom by a linear bound (``c*(r // c) >= r - c + 1``
+      for a positive coefficient, ``c*(r // c) <= r`` for a negative one);
+    * by splitting on a ``max0(d)`` atom: ``d >= 0`` (then it is ``d``) or ``d <= 0`` (then 0).
+    """
+    if bounds(e)[0] >= 0 or any(bounds(e - h)[0] >= 0 for h in hyps):
         return True
     if depth == 0:
         return False
     for m, k in e.terms:
-        if len(m) != 1 or m[0][1] != 1 or isinstance(m[0][0], Symbol):
+        if len(m) != 1 or m[0][1] != 1 or isinstance(m[0][0], Symbol) or m[0][0][0] != "floordiv":
             continue
-        atom = m[0][0]
+        r, c = m[0][0][1:]
         rest = e - Expr({m: k})
-        op, *args = atom
-        if op == "floordiv":
-            r, c = args
-            # k > 0: k*fd >= k*(r - c + 1)/c; k < 0: k*fd >= k*r/c (multiply through by c > 0)
-            bound = rest * c + (r - (c - 1)) * k if k > 0 else rest * c + r * k
-            if _nonnegative(bound, depth - 1):
-                return True
-        elif op == "max0" and k > 0:
-            (d,) = args
-            if _nonnegative(rest, depth - 1) or _nonnegative(rest + d * k, depth - 1):
-                return True
+        bound = rest * c + (r - (c - 1)) * k if k > 0 else rest * c + r * k
+        if _nonnegative(bound, tuple(h * c for h in hyps), depth - 1):
+            return True
+    atom = _first_max0(e)
+    if atom is not None:
+        d = atom[1]
+        return (_nonnegative(substitute(e, atom, d), hyps + (d,), depth - 1)
+                and _nonnegative(substitute(e, atom, Expr.const(0)), hyps + (-d,), depth - 1))
     return False
+
+
+def _first_max0(e: Expr):
+    for m, _ in e.terms:
+        for a, _ in m:
+            if not isinstance(a, Symbol) and a[0] == "max0":
+                return a
+    return None
+
+
+def substitute(e: Expr, atom, value: Expr) -> Expr:
+    """``e`` with every occurrence of ``atom`` (at the top level of its monomials) replaced."""
+    key = _atom_key(atom)
+    out = Expr.const(0)
+    for m, c in e.terms:
+        t = Expr.const(c)
+        for a, p in m:
+            factor = value if _atom_key(a) == key else Expr.atom(a)
+            for _ in range(p):
+                t = t * factor
+        out = out + t
+    return out
 
 
 def decide_eq(a, b) -> Optional[bool]:
@@ -321,8 +344,10 @@ def decide_eq(a, b) -> Optional[bool]:
     a, b = simplify(_lift(a)), simplify(_lift(b))
     if a == b:
         return True
-    lo, hi = bounds(a - b)
-    if lo > 0 or hi < 0:
+    ge, le = decide_ge(a, b), decide_ge(b, a)
+    if ge and le:
+        return True
+    if ge is False or le is False:
         return False
     return None
 
