@@ -129,9 +129,12 @@ def _binary(name, fn, kinds="number", out_bool=False):
 
 
 def _int_div(x, y):
-    """Integer division rounding toward zero, as XLA does (numpy's // rounds down)."""
-    safe = np.where(y == 0, 1, y)
-    q = np.sign(x) * np.sign(safe) * (np.abs(x) // np.abs(safe))
+    """Integer division rounding toward zero, as XLA does (numpy's // rounds down); x / 0 is 0
+    and, for signed types, MIN / -1 wraps around to MIN."""
+    safe = np.where(y == 0, 1, y).astype(x.dtype)
+    q = x // safe          # rounds down; numpy wraps MIN // -1 to MIN
+    inexact = (x % safe != 0) & ((x < 0) != (safe < 0))
+    q = np.where(inexact, q + 1, q)   # a negative quotient that was rounded down
     return np.where(y == 0, 0, q)
 
 
@@ -160,8 +163,27 @@ mul_p = _binary("mul", lambda x, y: np.logical_and(x, y) if x.dtype == np.bool_ 
 div_p = _binary("div", _div)
 rem_p = _binary("rem", _rem, "real_number")
 pow_p = _binary("pow", _pow)
-max_p = _binary("max", np.maximum, "ordered")
-min_p = _binary("min", np.minimum, "ordered")
+def _max(x, y):
+    """numpy's maximum, except that -0.0 < +0.0 whatever the operand order (IEEE 754-2019
+    maximum, as XLA computes it); numpy returns whichever zero its SIMD kernel picks."""
+    out = np.maximum(x, y)
+    if is_float_dtype(x.dtype):
+        zeros = (x == 0) & (y == 0)
+        out = np.where(zeros, np.where(np.signbit(x), y, x), out)
+    return out
+
+
+def _min(x, y):
+    """numpy's minimum, except that -0.0 < +0.0 whatever the operand order (see ``_max``)."""
+    out = np.minimum(x, y)
+    if is_float_dtype(x.dtype):
+        zeros = (x == 0) & (y == 0)
+        out = np.where(zeros, np.where(np.signbit(x), x, y), out)
+    return out
+
+
+max_p = _binary("max", _max, "ordered")
+min_p = _binary("min", _min, "ordered")
 atan2_p = _binary("atan2", np.arctan2, "float")
 and_p = _binary("and", np.bitwise_and, "int_or_bool")
 or_p = _binary("or", np.bitwise_or, "int_or_bool")
@@ -175,8 +197,23 @@ ge_p = _binary("ge", np.greater_equal, "ordered", out_bool=True)
 
 
 def _integer_pow_impl(x, *, y):
+    """``x ** y`` by square-and-multiply in x's dtype, one rounding per multiplication (x ** 3
+    is (x * x) * x), then 1 / that for a negative y: the products the lowering emits. numpy's
+    ``power`` rounds once, so it may differ in the last bit."""
     x = _arr(x)
-    return _arr(x ** y if y >= 0 else 1 / (x ** -y), x.dtype)
+    if y == 0:
+        return np.ones_like(x)
+    acc, base, n = None, x, abs(y)
+    with np.errstate(all="ignore"):
+        while n:
+            if n & 1:
+                acc = base if acc is None else _arr(acc * base, x.dtype)
+            n >>= 1
+            if n:
+                base = _arr(base * base, x.dtype)
+        if y < 0:
+            acc = np.ones((), x.dtype) / acc
+    return _arr(acc, x.dtype)
 
 
 def _integer_pow_abstract(x, *, y):
@@ -190,9 +227,13 @@ integer_pow_p = define("integer_pow", _integer_pow_impl, _integer_pow_abstract)
 
 
 def _complex_impl(x, y):
+    """The complex number with real part x and imaginary part y, both exactly (``x + 1j * y``
+    would turn ``complex(1, inf)`` into ``nan+infj`` and lose the sign of a zero y)."""
     x, y = _arr(x), _arr(y)
-    return _arr(x + 1j * y if x.size or y.size else np.zeros(np.broadcast_shapes(x.shape, y.shape)),
-                complex_dtype(x.dtype))
+    out = np.empty(np.broadcast_shapes(x.shape, y.shape), complex_dtype(x.dtype))
+    out.real = x
+    out.imag = y
+    return out
 
 
 def _complex_abstract(x, y):
@@ -209,9 +250,7 @@ complex_p = define("complex", _complex_impl, _complex_abstract)   # real + 1j * 
 
 
 def _select_n_impl(which, *cases):
-    which = _arr(which)
-    if which.dtype == np.bool_:
-        which = which.astype(np.int64)
+    which = _arr(which).astype(np.int64)   # bool or any integer dtype (uint64 included)
     return _arr(np.choose(which, [_arr(c) for c in cases]), _arr(cases[0]).dtype)
 
 
@@ -308,6 +347,8 @@ iota_p = define("iota", _iota_impl, _iota_abstract)
 
 def _reshape_impl(x, *dyn_shape, new_sizes, dimensions=None):
     x = _arr(x)
+    if dimensions is not None:   # read the elements in this axis order (XLA's reshape)
+        x = np.transpose(x, tuple(dimensions))
     out = concrete_shape(new_sizes, dyn_shape)
     if int(np.prod(out)) != x.size:
         raise ValueError(f"cannot reshape an array of shape {x.shape} (size {x.size}) into shape {out}")
@@ -414,8 +455,24 @@ def _reduce(name, fn, identity_ok=True, kinds="any"):
 
 reduce_sum_p = _reduce("reduce_sum", lambda x, axis: np.sum(x, axis=axis) if x.dtype != np.bool_ else np.any(x, axis=axis))
 reduce_prod_p = _reduce("reduce_prod", lambda x, axis: np.prod(x, axis=axis) if x.dtype != np.bool_ else np.all(x, axis=axis))
-reduce_max_p = _reduce("reduce_max", np.max, identity_ok=False, kinds="ordered")
-reduce_min_p = _reduce("reduce_min", np.min, identity_ok=False, kinds="ordered")
+def _signed_zero_extremum(fn, winner_is_negative):
+    """``fn`` (np.max / np.min) where a zero result is the zero that max_p / min_p would pick
+    (-0.0 < +0.0) whatever the order of the elements, not whichever zero numpy's kernel keeps."""
+    def reduce(x, axis):
+        out = fn(x, axis=axis)
+        if is_float_dtype(x.dtype):
+            pos = np.zeros((), x.dtype)
+            neg = -pos
+            with np.errstate(invalid="ignore"):
+                has = np.any((x == 0) & (np.signbit(x) == winner_is_negative), axis=axis)
+            win, lose = (neg, pos) if winner_is_negative else (pos, neg)
+            out = np.where(out == 0, np.where(has, win, lose), out)
+        return out
+    return reduce
+
+
+reduce_max_p = _reduce("reduce_max", _signed_zero_extremum(np.max, False), identity_ok=False, kinds="ordered")
+reduce_min_p = _reduce("reduce_min", _signed_zero_extremum(np.min, True), identity_ok=False, kinds="ordered")
 
 
 def _argminmax(name, fn):
@@ -490,6 +547,10 @@ sort_p = define("sort", _sort_impl, _sort_abstract, multiple_results=True)
 
 def _dot_general_impl(x, y, *, dimension_numbers, preferred_element_type=None):
     x, y = _arr(x), _arr(y)
+    if preferred_element_type is not None:
+        # the products and their sum are computed in the preferred type (as XLA does), not
+        # in the operands' type and converted afterwards
+        x, y = x.astype(preferred_element_type), y.astype(preferred_element_type)
     (lc, rc), (lb, rb) = dimension_numbers
     lfree = [i for i in range(x.ndim) if i not in lc and i not in lb]
     rfree = [i for i in range(y.ndim) if i not in rc and i not in rb]
@@ -668,34 +729,26 @@ concatenate_p = define("concatenate", _concat_impl_entry, _concat_abstract_entry
 
 
 def _pad_impl(x, padding_value, *, padding_config):
+    """XLA's pad, axis by axis: ``interior`` values between neighbouring elements, then ``lo`` /
+    ``hi`` values at the ends, where a negative amount removes that many elements from that
+    end of the interior-padded (and other-end padded) axis."""
     x = _arr(x)
     pv = _arr(padding_value, x.dtype)
     out = x
     for axis, (lo, hi, interior) in enumerate(padding_config):
         n = out.shape[axis]
-        if interior > 0 and n > 1:
-            new_n = n + (n - 1) * interior
-            shape = list(out.shape)
-            shape[axis] = new_n
-            buf = np.full(shape, pv, dtype=x.dtype)
-            idx = [slice(None)] * out.ndim
-            idx[axis] = slice(0, new_n, interior + 1)
-            buf[tuple(idx)] = out
-            out = buf
-        # negative padding trims
-        if lo < 0:
-            idx = [slice(None)] * out.ndim
-            idx[axis] = slice(-lo, None)
-            out = out[tuple(idx)]
-            lo = 0
-        if hi < 0:
-            idx = [slice(None)] * out.ndim
-            idx[axis] = slice(0, out.shape[axis] + hi)
-            out = out[tuple(idx)]
-            hi = 0
-        widths = [(0, 0)] * out.ndim
-        widths[axis] = (lo, hi)
-        out = np.pad(out, widths, constant_values=pv)
+        core = n + max(n - 1, 0) * interior
+        start = max(lo, 0)
+        total = start + core + max(hi, 0)
+        shape = list(out.shape)
+        shape[axis] = total
+        buf = np.full(shape, pv, dtype=x.dtype)
+        idx = [slice(None)] * out.ndim
+        idx[axis] = slice(start, start + core, interior + 1)
+        buf[tuple(idx)] = out
+        keep = [slice(None)] * out.ndim
+        keep[axis] = slice(max(-lo, 0), max(total - max(-hi, 0), max(-lo, 0)))
+        out = buf[tuple(keep)]
     return np.array(out)
 
 

@@ -16,7 +16,8 @@ from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import chlo
 from jaxlib.mlir.dialects import stablehlo as hlo
 
-from ..core.avals import is_complex_dtype, is_float_dtype, is_integer_dtype, real_dtype
+from ..core.avals import (is_complex_dtype, is_float_dtype, is_integer_dtype, is_unsigned_dtype,
+                          real_dtype)
 from ..lax import primitives as P
 from .context import LoweringContext, is_static, tensor_type
 from .core import register_lowering
@@ -48,13 +49,92 @@ def _unary(prim, op: Callable):
 for _p, _op in [
     (P.neg_p, hlo.NegOp), (P.sign_p, hlo.SignOp), (P.floor_p, hlo.FloorOp), (P.ceil_p, hlo.CeilOp),
     (P.round_p, hlo.RoundNearestEvenOp), (P.exp_p, hlo.ExpOp), (P.log_p, hlo.LogOp),
-    (P.log1p_p, hlo.Log1pOp), (P.expm1_p, hlo.Expm1Op), (P.sin_p, hlo.SineOp), (P.cos_p, hlo.CosineOp),
+    (P.expm1_p, hlo.Expm1Op), (P.sin_p, hlo.SineOp), (P.cos_p, hlo.CosineOp),
     (P.tan_p, hlo.TanOp), (P.asin_p, chlo.AsinOp), (P.acos_p, chlo.AcosOp), (P.atan_p, chlo.AtanOp),
-    (P.sinh_p, chlo.SinhOp), (P.cosh_p, chlo.CoshOp), (P.tanh_p, hlo.TanhOp), (P.sqrt_p, hlo.SqrtOp),
-    (P.rsqrt_p, hlo.RsqrtOp), (P.cbrt_p, hlo.CbrtOp), (P.abs_p, hlo.AbsOp), (P.not_p, hlo.NotOp),
+    (P.tanh_p, hlo.TanhOp), (P.sqrt_p, hlo.SqrtOp),
+    (P.rsqrt_p, hlo.RsqrtOp), (P.cbrt_p, hlo.CbrtOp), (P.not_p, hlo.NotOp),
     (P.logistic_p, hlo.LogisticOp), (P.is_finite_p, hlo.IsFiniteOp),
 ]:
     _unary(_p, _op)
+
+
+def _is_f32_or_f64(dtype):
+    return np.dtype(dtype) in (np.dtype(np.float32), np.dtype(np.float64))
+
+
+@register_lowering(P.log1p_p)
+def _log1p(ctx, eqn, x):
+    dt = _in(eqn).dtype
+    if np.dtype(dt) != np.dtype(np.float64):
+        return hlo.Log1pOp(x).result
+    # XLA's float64 log1p is up to ~130 ulps off (near x = -0.41). With u = 1 + x rounded,
+    # log(u) * (x / (u - 1)) corrects the rounding of 1 + x (Goldberg's method): ~2 ulps.
+    one = ctx.broadcast_scalar_like(ctx.constant(1, dt), x)
+    inf = ctx.broadcast_scalar_like(ctx.constant(np.inf, dt), x)
+    # the barrier keeps XLA from simplifying (1 + x) - 1 to x, which would undo the method
+    u = hlo.OptimizationBarrierOp([hlo.AddOp(one, x).result]).results[0]
+    r = hlo.MulOp(hlo.LogOp(u).result, hlo.DivOp(x, hlo.SubtractOp(u, one).result).result).result
+    # u == 1: |x| is below half an ulp of 1 and log1p(x) rounds to x (-0.0 included);
+    # u == inf: x is +inf (1 + max rounds to max)
+    exact = hlo.OrOp(ctx.compare(u, one, "EQ", dt), ctx.compare(u, inf, "EQ", dt)).result
+    return hlo.SelectOp(exact, x, r).result
+
+
+def _exp_halves(ctx, a, dt):
+    """(0.5 * exp(a), 0.5 * exp(-a)) for a >= 0, and exp(a) / 2 computed as (0.5 * h) * h with
+    h = exp(a / 2), which stays finite up to log(2 * max) where exp(a) overflows."""
+    half = ctx.broadcast_scalar_like(ctx.constant(0.5, dt), a)
+    e = hlo.ExpOp(a).result
+    up = hlo.MulOp(half, e).result
+    down = hlo.DivOp(half, e).result
+    h = hlo.ExpOp(hlo.MulOp(half, a).result).result
+    inf = ctx.broadcast_scalar_like(ctx.constant(np.inf, dt), a)
+    overflow = ctx.compare(e, inf, "EQ", dt)
+    up = hlo.SelectOp(overflow, hlo.MulOp(hlo.MulOp(half, h).result, h).result, up).result
+    return up, down
+
+
+@register_lowering(P.sinh_p)
+def _sinh(ctx, eqn, x):
+    dt = _in(eqn).dtype
+    small = chlo.SinhOp(x).result
+    if not _is_f32_or_f64(dt):
+        return small
+    # chlo.sinh computes exp(|x| + log(1/2)) for |x| >= 1: the rounded argument costs up to
+    # ~500 ulps (float64) near |x| = 700. exp(|x|) / 2 - exp(-|x|) / 2 is within ~2 ulps there.
+    a = hlo.AbsOp(x).result
+    up, down = _exp_halves(ctx, a, dt)
+    big = hlo.SubtractOp(up, down).result
+    zero = ctx.broadcast_scalar_like(ctx.constant(0, dt), x)
+    big = hlo.SelectOp(ctx.compare(x, zero, "LT", dt), hlo.NegOp(big).result, big).result
+    one = ctx.broadcast_scalar_like(ctx.constant(1, dt), x)
+    return hlo.SelectOp(ctx.compare(a, one, "GE", dt), big, small).result
+
+
+@register_lowering(P.cosh_p)
+def _cosh(ctx, eqn, x):
+    dt = _in(eqn).dtype
+    if not _is_f32_or_f64(dt):
+        return chlo.CoshOp(x).result
+    # exp(|x|) / 2 + exp(-|x|) / 2 (see _sinh: chlo.cosh loses up to ~500 ulps for large |x|)
+    up, down = _exp_halves(ctx, hlo.AbsOp(x).result, dt)
+    return hlo.AddOp(up, down).result
+
+
+@register_lowering(P.abs_p)
+def _abs(ctx, eqn, x):
+    if is_unsigned_dtype(_in(eqn).dtype):   # stablehlo.abs takes no unsigned operand
+        return x
+    return hlo.AbsOp(x).result
+
+
+@register_lowering(P.sign_p)
+def _sign(ctx, eqn, x):
+    dt = _in(eqn).dtype
+    if is_unsigned_dtype(dt):   # stablehlo.sign takes no unsigned operand: x != 0 as 0 / 1
+        zero = ctx.broadcast_scalar_like(ctx.constant(0, dt), x)
+        return ctx.convert(ctx.compare(x, zero, "NE", dt), dt)
+    return hlo.SignOp(x).result
 
 
 def _real_part(op):
@@ -132,6 +212,19 @@ def _div(ctx, eqn, x, y):
     return hlo.DivOp(x, y).result
 
 
+@register_lowering(P.div_p)
+def _div_rule(ctx, eqn, x, y):
+    """``x / y``. A broadcast scalar divisor goes through an optimization barrier: XLA would
+    otherwise turn ``x / broadcast(c)`` into ``x * broadcast(1 / c)``, a multiplication by a
+    rounded reciprocal, which is not numpy's (nor the eager impl's) correctly rounded
+    quotient. The barrier costs one materialized broadcast of the divisor."""
+    scalar_divisor = ir.RankedTensorType(y.type).rank == 0
+    x, y = _bcast_args(ctx, eqn, x, y)
+    if scalar_divisor and not is_integer_dtype(_in(eqn).dtype):
+        y = hlo.OptimizationBarrierOp([y]).results[0]
+    return _div(ctx, eqn, x, y)
+
+
 def _rem(ctx, eqn, x, y):
     if is_integer_dtype(_in(eqn).dtype):
         return _zero_safe(ctx, eqn, x, y, hlo.RemOp)   # C fmod semantics, like np.fmod
@@ -141,14 +234,29 @@ def _rem(ctx, eqn, x, y):
 def _pow(ctx, eqn, x, y):
     dt = _in(eqn).dtype
     if is_integer_dtype(dt):
-        zero = ctx.broadcast_scalar_like(ctx.constant(0, dt), x)
-        neg = ctx.compare(y, zero, "LT", dt)
-        p = hlo.PowOp(x, hlo.MaxOp(y, zero).result).result
-        return hlo.SelectOp(neg, zero, p).result
+        return _integer_power(ctx, x, y, dt)
     return hlo.PowOp(x, y).result
 
 
-_binary(P.div_p, _div)
+def _integer_power(ctx, x, y, dt):
+    """``x ** y`` (wrapping) for integers, 0 for a negative ``y``, as the impl computes it.
+    Square-and-multiply over every bit of the exponent: XLA's own integer power only looks at
+    the low 6 bits of the exponent (0 ** 64 gives 1 there)."""
+    zero = ctx.broadcast_scalar_like(ctx.constant(0, dt), x)
+    acc = ctx.broadcast_scalar_like(ctx.constant(1, dt), x)
+    base = x
+    bits = 8 * dt.itemsize - (0 if is_unsigned_dtype(dt) else 1)   # y >= 0 where it matters
+    for i in range(bits):
+        mask = ctx.broadcast_scalar_like(ctx.constant(1 << i, dt), y)
+        has_bit = ctx.compare(hlo.AndOp(y, mask).result, zero, "NE", dt)
+        acc = hlo.SelectOp(has_bit, hlo.MulOp(acc, base).result, acc).result
+        if i + 1 < bits:
+            base = hlo.MulOp(base, base).result
+    if is_unsigned_dtype(dt):
+        return acc
+    return hlo.SelectOp(ctx.compare(y, zero, "LT", dt), zero, acc).result
+
+
 _binary(P.rem_p, _rem)
 _binary(P.pow_p, _pow)
 
@@ -312,14 +420,29 @@ _REDUCERS = {
 def _reduction(prim, name):
     def rule(ctx, eqn, x, *, axes):
         a = _in(eqn)
-        if not axes:
-            return x
-        bool_op, op = _REDUCERS[name]
-        op = bool_op if a.dtype == _BOOL else op
-        init = ctx.constant(_identity(name, a.dtype), a.dtype)
-        return reduce(ctx, [x], [init], sorted(axes), lambda acc, xs: [op(acc[0], xs[0]).result],
-                      [ctx.ir_type(_out(eqn))])[0]
+        out = x
+        if axes:
+            bool_op, op = _REDUCERS[name]
+            op = bool_op if a.dtype == _BOOL else op
+            init = ctx.constant(_identity(name, a.dtype), a.dtype)
+            out = reduce(ctx, [x], [init], sorted(axes), lambda acc, xs: [op(acc[0], xs[0]).result],
+                         [ctx.ir_type(_out(eqn))])[0]
+        if name == "sum" and (is_float_dtype(a.dtype) or is_complex_dtype(a.dtype)):
+            out = _no_negative_zero(ctx, out, a.dtype)
+        return out
     register_lowering(prim, rule)
+
+
+def _no_negative_zero(ctx, x, dtype):
+    """-0.0 as +0.0 (in both parts of a complex number). numpy's sum starts from +0.0, so a zero
+    sum is +0.0 even when every term is -0.0 (also over no axis at all); XLA drops the +0.0
+    initial value of a reduction, which keeps the sign of a lone -0.0."""
+    if is_complex_dtype(dtype):
+        part = real_dtype(dtype)
+        return hlo.ComplexOp(_no_negative_zero(ctx, hlo.RealOp(x).result, part),
+                             _no_negative_zero(ctx, hlo.ImagOp(x).result, part)).result
+    zero = ctx.broadcast_scalar_like(ctx.constant(0.0, dtype), x)
+    return hlo.SelectOp(ctx.compare(x, zero, "EQ", dtype), zero, x).result
 
 
 _reduction(P.reduce_sum_p, "sum")
@@ -373,6 +496,16 @@ def _cumsum(ctx, eqn, x, *, axis, reverse=False):
     return _cumsum_value(ctx, x, a, axis, reverse)
 
 
+def _additive_identity(dtype):
+    """The zero that ``x + zero == x`` for every x: -0.0 for floats (+0.0 would turn a -0.0
+    into +0.0, while numpy's cumsum starts from the first element), 0 for integers."""
+    if is_complex_dtype(dtype):
+        return complex(-0.0, -0.0)
+    if is_float_dtype(dtype):
+        return -0.0
+    return 0
+
+
 def _cumsum_value(ctx, x, a, axis, reverse):
     if reverse:
         x = hlo.ReverseOp(x, [axis]).result
@@ -395,7 +528,7 @@ def _cumsum_static(ctx, x, a, axis, n):
     window[axis] = n
     padding = np.zeros((r, 2), dtype=np.int64)
     padding[axis, 0] = n - 1
-    init = ctx.constant(0, a.dtype)
+    init = ctx.constant(_additive_identity(a.dtype), a.dtype)
     t = ctx.ir_type(a)
     op = hlo.ReduceWindowOp([t], [x], [init], window, window_strides=[1] * r,
                             padding=ir.DenseIntElementsAttr.get(padding, type=tensor_type((r, 2), _I64)))
@@ -436,7 +569,7 @@ def _cumsum_dynamic(ctx, x, a, axis):
         xv, sh, s, nn, _, p1 = list(bblock.arguments)[:6]
         rest = list(bblock.arguments)[6:]
         bef, aft = rest[:len(before)], rest[len(before):]
-        zero = ctx.constant(0, a.dtype)
+        zero = ctx.constant(_additive_identity(a.dtype), a.dtype)
         # one zero in front along the axis; one extra row at the end of every other axis so
         # that no operand dim is 0 (a size-1 gather slice must fit even when the array is empty)
         low = [1 if i == axis else 0 for i in range(r)]
@@ -459,6 +592,26 @@ def _cumsum_dynamic(ctx, x, a, axis):
     return w.results[0]
 
 
+def _sort_key_less(ctx, a, b, dt):
+    """numpy's sort order: for floats, -0.0 == +0.0 (a stable sort keeps their order) and every
+    NaN, whatever its sign, after everything else. (TOTALORDER would put -0.0 before +0.0 and
+    a NaN with the sign bit set before -inf.)"""
+    lt = ctx.compare(a, b, "LT", dt)
+    if not is_float_dtype(dt):
+        return lt
+    a_num = ctx.compare(a, a, "EQ", dt)
+    b_nan = ctx.compare(b, b, "NE", dt)
+    return hlo.OrOp(lt, hlo.AndOp(a_num, b_nan).result).result
+
+
+def _sort_key_equal(ctx, a, b, dt):
+    eq = ctx.compare(a, b, "EQ", dt)
+    if not is_float_dtype(dt):
+        return eq
+    both_nan = hlo.AndOp(ctx.compare(a, a, "NE", dt), ctx.compare(b, b, "NE", dt)).result
+    return hlo.OrOp(eq, both_nan).result
+
+
 @register_lowering(P.sort_p)
 def _sort(ctx, eqn, *operands, dimension, num_keys):
     avs = [v.aval for v in eqn.invars]
@@ -468,16 +621,16 @@ def _sort(ctx, eqn, *operands, dimension, num_keys):
     block = op.comparator.blocks.append(*[t for s in st for t in (s, s)])
     with ir.InsertionPoint(block):
         args = list(block.arguments)
-        # lexicographic "less than" over the keys; floats in total order (NaN last, like numpy)
+        # lexicographic "less than" over the keys, each in numpy's order (_sort_key_less)
         result = None
         for k in reversed(range(num_keys)):
             lhs, rhs = args[2 * k], args[2 * k + 1]
             dt = avs[k].dtype
-            lt = ctx.compare(lhs, rhs, "LT", dt, total_order=True)
+            lt = _sort_key_less(ctx, lhs, rhs, dt)
             if result is None:
                 result = lt
             else:
-                eq = ctx.compare(lhs, rhs, "EQ", dt, total_order=True)
+                eq = _sort_key_equal(ctx, lhs, rhs, dt)
                 result = hlo.OrOp(lt, hlo.AndOp(eq, result).result).result
         hlo.ReturnOp([result])
     return list(op.results)

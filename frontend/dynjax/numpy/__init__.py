@@ -8,12 +8,12 @@ from ..core.avals import (bfloat16, bool_, complex64, complex128, float16, float
 from .creation import (arange, array, asarray, empty, empty_like, eye, full, full_like,  # noqa: F401
                        identity, linspace, ones, ones_like, zeros, zeros_like)
 from .indexing import getitem  # noqa: F401
-from .linalg_ops import dot, inner, matmul, outer, vdot  # noqa: F401
+from .linalg_ops import convolve, dot, inner, matmul, outer, vdot  # noqa: F401
 from .reductions import (all, amax, amin, any, argmax, argmin, cumsum, max, mean, min,  # noqa: F401
                          prod, size, sum)
-from .shape_ops import (astype, broadcast_to, concatenate, expand_dims, hstack, moveaxis,  # noqa: F401
-                        ndim, pad, ravel, reshape, shape, squeeze, stack, swapaxes, transpose,
-                        vstack)
+from .shape_ops import (astype, broadcast_to, concatenate, diff, expand_dims, flip, fliplr,  # noqa: F401
+                        flipud, hstack, moveaxis, ndim, pad, ravel, reshape, roll, shape, squeeze,
+                        stack, swapaxes, transpose, vstack)
 from .sorting import argsort, sort  # noqa: F401
 from .ufuncs import (abs, absolute, add, angle, arccos, arcsin, arctan, arctan2, bitwise_and,  # noqa: F401
                      bitwise_or, bitwise_xor, cbrt, ceil, clip, conj, conjugate, cos, cosh, divide, equal, exp,

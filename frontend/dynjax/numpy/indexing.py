@@ -1,11 +1,10 @@
 """Basic indexing ``x[i]``, ``x[i:j]``, ``x[:, k]``, ``x[..., None]`` with static or traced indices.
 
 Integer indices and slice bounds may be traced integers; slices over dynamic axes or with
-traced bounds get a dynamic length (clamped into range, as numpy does for slices).
+traced bounds get a dynamic length (clamped into range, as numpy does for slices), strided
+ones (``x[::2]``, ``x[-2::-1]``) the symbolic length ``ceil(span / |step|)``.
 Static out-of-range integer indices on static axes raise ``IndexError``; traced integer
-indices are clamped into range (XLA semantics, as in JAX). Slices with a step other
-than 1 need a static axis and static bounds (``x[::-1]`` also works on a dynamic axis).
-Advanced indexing with integer or boolean arrays is not supported.
+indices are clamped into range (XLA semantics, as in JAX). Advanced indexing with integer or boolean arrays is not supported.
 """
 from __future__ import annotations
 
@@ -83,11 +82,67 @@ def _dynamic_slice_range(it, n):
     return start, canonicalize_dim(lax.max(lax.sub(stop, start), 0))
 
 
+def _strided(x, axis, it, step):
+    """``x[..., it, ...]`` on ``axis`` for a slice with step ``!= 1`` whose axis is dynamic or
+    whose bounds are traced: numpy's semantics, with the size ``ceil(span / |step|)`` as a
+    symbolic dim. A negative step reads the reversed axis with mirrored bounds."""
+    n = typeof(x).shape[axis]
+    if step < 0:
+        x = lax.rev(x, [axis])
+        start = 0 if it.start is None else _mirror(it.start, n)
+        stop = n if it.stop is None else _mirror(it.stop, n)
+        start, span = _span(start, stop)
+    else:
+        start, span = _dynamic_slice_range(slice(it.start, it.stop), n)
+    k = abs(step)
+    shape = list(typeof(x).shape)
+    shape[axis] = span
+    x = _slice(x, typeof(x).shape, [start if i == axis else 0 for i in range(len(shape))], shape)
+    count = canonicalize_dim(lax.div(lax.add(span, k - 1), k)) if not isinstance(span, int) \
+        else -(-span // k)
+    # pad the span to count * k elements, view it as (count, k) and keep the first column
+    from .creation import zeros
+    from .shape_ops import concatenate, reshape
+    pad_shape = list(shape)
+    pad_shape[axis] = canonicalize_dim(lax.sub(lax.mul(count, k), span)) if not isinstance(span, int) \
+        else count * k - span
+    x = concatenate([x, zeros(pad_shape, typeof(x).dtype)], axis=axis)
+    split = shape[:axis] + [count, k] + shape[axis + 1:]
+    x = reshape(x, split)
+    limits = [None if not isinstance(d, int) else d for d in split]
+    limits[axis + 1] = 1
+    x = lax.slice(x, [0] * len(split), limits)
+    return lax.squeeze(x, [axis + 1])
+
+
+def _mirror(v, n):
+    """A bound of a negative-step slice, in the reversed axis: ``n - 1 - clamp(v, -1, n - 1)``
+    after numpy's wrap of negative values."""
+    if isinstance(v, Tracer):
+        v = _i64(v)
+        v = lax.select(lax.lt(v, 0), lax.add(v, n), v)
+        v = lax.min(lax.max(v, -1), lax.sub(n, 1))
+        return lax.sub(lax.sub(n, 1), v)
+    v = int(v)
+    if isinstance(n, int):
+        v = v + n if v < 0 else v
+        return n - 1 - min(max(v, -1), n - 1)
+    v = lax.add(n, v) if v < 0 else v
+    return lax.sub(lax.sub(n, 1), lax.min(lax.max(v, -1), lax.sub(n, 1)))
+
+
+def _span(start, stop):
+    if isinstance(start, int) and isinstance(stop, int):
+        return start, max(stop - start, 0)
+    return start, canonicalize_dim(lax.max(lax.sub(stop, start), 0))
+
+
 def getitem(x, idx):
     """``x[idx]`` for a traced or concrete array ``x``."""
     av = typeof(x)
     items = _expand_index(idx, av.ndim)
     starts, sizes, strides, squeeze_axes, new_axes = [], [], [], [], []
+    strided = []   # (axis, slice, step) of strided slices with traced bounds or dynamic axes
     axis = 0
     for pos, it in enumerate(items):
         if it is None:
@@ -122,10 +177,10 @@ def getitem(x, idx):
                 # negative steps: take the covered span, reverse it, then stride
                 start = lo if step > 0 else (lo - (size - 1) * -step if size else 0)
                 size = size if abs(step) == 1 else (max(0, (size - 1) * abs(step) + 1))
-            elif step == -1 and it.start is None and it.stop is None:
-                start, size = 0, n
             elif step != 1:
-                raise IndexError("a slice with a step other than 1 needs a static axis and static bounds")
+                strided.append((axis, it, step))   # done after the basic indexing, below
+                start, size = 0, n
+                step = 1
             else:
                 start, size = _dynamic_slice_range(it, n)
         else:
@@ -135,6 +190,8 @@ def getitem(x, idx):
         strides.append(step)
         axis += 1
     out = _slice(x, av.shape, starts, sizes)
+    for ax, it, step in strided:
+        out = _strided(out, ax, it, step)
     if any(st < 0 for st in strides):
         out = lax.rev(out, [i for i, st in enumerate(strides) if st < 0])
     if any(abs(st) != 1 for st in strides):

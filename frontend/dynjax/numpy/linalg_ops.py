@@ -77,3 +77,38 @@ def inner(a, b):
 
 def vdot(a, b):
     return dot(ravel(_as_array(a)), ravel(_as_array(b)))
+
+
+def convolve(a, v, mode="full"):
+    """numpy's discrete linear convolution of two 1-D arrays, whose lengths may be dynamic.
+
+    The full result (length ``n + m - 1``) accumulates ``a * v[j]`` at offset ``j`` for each
+    ``j`` in one compiled loop; ``same`` (length ``max(n, m)``) and ``valid`` (length
+    ``max(n, m) - min(n, m) + 1``) are slices of it, with symbolic sizes."""
+    from ..control_flow.lax_api import fori_loop
+    from .creation import zeros
+    from .indexing import getitem
+    a, v = promote(_as_array(a), _as_array(v))
+    if typeof(a).ndim != 1 or typeof(v).ndim != 1:
+        raise ValueError("convolve: both inputs must be one-dimensional")
+    if mode not in ("full", "same", "valid"):
+        raise ValueError(f"convolve: mode must be 'full', 'same' or 'valid', got {mode!r}")
+    n, m = typeof(a).shape[0], typeof(v).shape[0]
+    dtype = typeof(a).dtype
+    total = n + m - 1 if isinstance(n, int) and isinstance(m, int) else lax.sub(lax.add(n, m), 1)
+
+    def step(j, acc):
+        window = lax.dynamic_slice(acc, [j], [n])
+        return lax.dynamic_update_slice(acc, window + a * getitem(v, j), [j])
+    full = fori_loop(0, m, step, zeros(total, dtype))
+    if mode == "full":
+        return full
+    short = lax.min(n, m) if not (isinstance(n, int) and isinstance(m, int)) else min(n, m)
+    long_ = lax.max(n, m) if not (isinstance(n, int) and isinstance(m, int)) else max(n, m)
+    if mode == "same":
+        start = lax.div(lax.sub(short, 1), 2) if not isinstance(short, int) else (short - 1) // 2
+        return getitem(full, slice(start, lax.add(start, long_) if not isinstance(start, int)
+                                   or not isinstance(long_, int) else start + long_))
+    start = lax.sub(short, 1) if not isinstance(short, int) else short - 1
+    size = lax.add(lax.sub(long_, short), 1) if not isinstance(long_, int) else long_ - short + 1
+    return getitem(full, slice(start, lax.add(start, size) if not isinstance(size, int) else start + size))

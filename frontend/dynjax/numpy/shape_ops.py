@@ -234,3 +234,81 @@ def shape(a):
 
 def ndim(a):
     return typeof(a).ndim
+
+
+def flip(m, axis=None):
+    """Reverse the order of elements along ``axis`` (all axes when None); dynamic axes too."""
+    m = _as_array(m)
+    nd = typeof(m).ndim
+    axes = range(nd) if axis is None else (axis if isinstance(axis, (tuple, list)) else (axis,))
+    axes = sorted({int(a) % nd for a in axes}) if nd else []
+    return lax.rev(m, axes) if axes else m
+
+
+def fliplr(m):
+    return flip(m, 1)
+
+
+def flipud(m):
+    return flip(m, 0)
+
+
+def roll(a, shift, axis=None):
+    """numpy's roll; the shift may be traced and the axis dynamic. Elements leaving one end
+    come back at the other: read the doubled axis from ``n - shift mod n``, a slice whose
+    length is exactly ``n`` (so the result keeps the input's dim)."""
+    a = _as_array(a)
+    if axis is None:
+        shape = typeof(a).shape
+        return reshape(roll(ravel(a), shift, 0), shape)
+    if isinstance(axis, (tuple, list)):
+        shifts = shift if isinstance(shift, (tuple, list)) else [shift] * len(axis)
+        for ax, sh in zip(axis, shifts):
+            a = roll(a, sh, ax)
+        return a
+    av = typeof(a)
+    axis = int(axis) % av.ndim
+    n = av.shape[axis]
+    if isinstance(n, int) and not isinstance(shift, Tracer):
+        k = int(shift) % n if n else 0
+        if k == 0:
+            return a
+        starts = [0] * av.ndim
+        starts[axis] = n - k
+        return lax.slice(lax.concatenate([a, a], axis), starts,
+                         [d if i != axis else 2 * n - k for i, d in enumerate(av.shape)])
+    from .ufuncs import remainder
+    k = remainder(lax.convert_element_type(shift, np.int64) if isinstance(shift, Tracer) else int(shift), n)
+    start = lax.sub(n, k)
+    starts = [start if i == axis else 0 for i in range(av.ndim)]
+    return lax.dynamic_slice(lax.concatenate([a, a], axis), starts, list(av.shape))
+
+
+def diff(a, n=1, axis=-1, prepend=None, append=None):
+    """The ``n``-th discrete difference along ``axis`` (numpy's ``diff``): ``a[1:] - a[:-1]``
+    repeated, with sizes ``len - n`` as symbolic dims on dynamic axes."""
+    a = _as_array(a)
+    nd = typeof(a).ndim
+    if nd == 0:
+        raise ValueError("diff requires input that is at least one dimensional")
+    axis = int(axis) % nd
+    n = int(n)
+    if n < 0:
+        raise ValueError(f"order must be non-negative but got {n}")
+    parts = []
+    for extra in (prepend, a, append):
+        if extra is None:
+            continue
+        extra = _as_array(extra)
+        if typeof(extra).ndim == 0:
+            shape = list(typeof(a).shape)
+            shape[axis] = 1
+            extra = broadcast_to_shape(promote(extra)[0], tuple(shape))
+        parts.append(extra)
+    if len(parts) > 1:
+        a = concatenate(parts, axis)
+    hi = tuple(slice(1, None) if i == axis else slice(None) for i in range(nd))
+    lo = tuple(slice(None, -1) if i == axis else slice(None) for i in range(nd))
+    for _ in range(n):
+        a = lax.ne(a[hi], a[lo]) if typeof(a).dtype == np.bool_ else a[hi] - a[lo]
+    return a
