@@ -233,3 +233,14 @@ def test_convolve_dynamic_lengths(mode):
             np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
             np.testing.assert_allclose(jnp.convolve(a, v, mode), want, rtol=1e-12, atol=1e-12)
     assert f.cache_info()["traces"] == 1
+
+
+def test_cond_branches_with_the_same_size_rule():
+    def g(p, x):
+        y = dynjax.lax.cond(p, lambda x: jnp.ones(x.shape[0] + 1), lambda x: jnp.zeros(x.shape[0] + 1), x)
+        return y + jnp.arange(x.shape[0] + 1)
+    f = qjit(g, abstracted_axes=(None, {0: "n"}))
+    for p in (True, False):
+        for n in (0, 3):
+            np.testing.assert_array_equal(f(p, np.ones(n)), np.arange(n + 1) + (1.0 if p else 0.0))
+    dynjax.check_jaxpr(f.jaxpr)

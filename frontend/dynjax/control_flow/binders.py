@@ -177,7 +177,23 @@ def bind_cond(index, branches: Sequence[Callable], operands: Sequence[Any]):
     jaxprs, consts = _share_constants(progs)
     idx = index if isinstance(index, Tracer) else np.int64(index)
     outs = cond_p.bind(idx, *consts, *op_leaves, branches=tuple(jaxprs))
+    _common_sizes(progs, fresh, outs)
     return pytree.tree_unflatten(progs[0].out_tree, outs[len(fresh):])
+
+
+def _common_sizes(progs, fresh, outs):
+    """A size every branch computes the same way (``n + 1`` in each) is that expression
+    outside too: the cond's fresh size result is known equal to it."""
+    from ..core.symbolic import Expr, decide_eq
+    for j, (k, ax) in enumerate(fresh):
+        syms = []
+        for p in progs:
+            d = p.jaxpr.outvars[len(fresh) + k].aval.shape[ax]
+            syms.append(Expr.const(d) if isinstance(d, int) else getattr(d, "sym", None))
+        if all(s is not None for s in syms) and all(decide_eq(syms[0], s) for s in syms[1:]):
+            trace = getattr(outs[j], "_trace", None)
+            if hasattr(trace, "refine_sym"):
+                trace.refine_sym(outs[j], syms[0])
 
 
 def _check_same_outputs(progs):

@@ -144,6 +144,12 @@ class JaxprTrace(Trace):
                 scope = scope.parent
         return None
 
+    def refine_sym(self, t: StagingTracer, sym) -> None:
+        """``t`` (a size a primitive produced as a fresh symbol) is known to equal ``sym``."""
+        t.sym = sym
+        self.atoms[id(t)].sym = sym
+        self._by_sym.setdefault(_sym_key(t.aval, sym), t)
+
     def _retyped(self, t: StagingTracer, aval) -> StagingTracer:
         from ..lax.primitives import convert_element_type_p
         out = self._new_tracer(aval, t.sym)

@@ -51,7 +51,7 @@ def dynamic_hint(s1, s2) -> str:
         a, b = pairs[0]
         return (f"the sizes {dim_str(a)} and {dim_str(b)} are not known to be equal (dynjax "
                 "compares sizes by their symbolic expressions; give the axes the same name in "
-                "abstracted_axes, or assert it with dynjax.match_shape(x, y.shape), checked at run time)")
+                "abstracted_axes, or assert it with jnp.reshape(y, x.shape), checked at run time)")
     return "the shapes must match"
 
 
