@@ -244,3 +244,14 @@ def test_cond_branches_with_the_same_size_rule():
         for n in (0, 3):
             np.testing.assert_array_equal(f(p, np.ones(n)), np.arange(n + 1) + (1.0 if p else 0.0))
     dynjax.check_jaxpr(f.jaxpr)
+
+
+def test_avals_print_their_expressions():
+    seen = []
+
+    def f(x):
+        seen.append((str(x[1:].aval), repr(x[2:].aval), str(x.shape[0] * 2 + 1)))
+        return x
+    make_jaxpr(f, abstracted_axes={0: "n"})(np.ones(3))
+    assert seen[0][0] == "f64[max(n - 1, 0)]"
+    assert seen[0][1] == "DShapedArray(f64[max(n - 2, 0)])"

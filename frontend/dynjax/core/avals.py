@@ -170,6 +170,11 @@ def same_dim(d1, d2) -> bool:
     return inner.full_raise(outer_dim) is inner_dim
 
 
+def _dim_label(d) -> str:
+    sym = getattr(d, "sym", None)
+    return str(sym) if sym is not None else str(d)
+
+
 def is_static_shape(shape) -> bool:
     return all(isinstance(d, int) for d in shape)
 
@@ -201,12 +206,18 @@ class ShapedArray:
                 and len(self.shape) == len(other.shape)
                 and all(same_dim(a, b) for a, b in zip(self.shape, other.shape)))
 
-    def str_short(self, dim_name=str) -> str:
+    def str_short(self, dim_name=None) -> str:
+        """``f64[3,n - 1]``: dynamic dims by their symbolic expression unless ``dim_name`` says
+        otherwise (the jaxpr printer names them by variable)."""
+        dim_name = dim_name or _dim_label
         dims = ",".join(str(d) if isinstance(d, int) else dim_name(d) for d in self.shape)
         return f"{dtype_short_name(self.dtype)}[{dims}]"
 
     def __repr__(self):
-        return f"{type(self).__name__}({self.str_short(repr)}{', weak' if self.weak_type else ''})"
+        return f"{type(self).__name__}({self.str_short()}{', weak' if self.weak_type else ''})"
+
+    def __str__(self):
+        return self.str_short()
 
 
 class DShapedArray(ShapedArray):
