@@ -120,3 +120,196 @@ def test_unwritable_dir_still_compiles(tmp_path, monkeypatch):
     exe, hit = rt.compile_cached(_module(2), return_hit=True)
     assert hit is False
     _check(exe, 2)
+
+
+# --- the size cap and least-recently-used eviction -------------------------------------------
+
+def _measure(tmp_path, monkeypatch, ns):
+    """The size of each module's entry, measured in a scratch directory with no cap."""
+    d = tmp_path / "measure"
+    monkeypatch.setenv("DYNJAX_CACHE_DIR", str(d))
+    monkeypatch.setenv("DYNJAX_DISK_CACHE_MAX_BYTES", "0")
+    sizes = {}
+    for n in ns:
+        rt.compile_cached(_module(n))
+        sizes[n] = (d / (cache.cache_key(_module(n)) + ".xlaexe")).stat().st_size
+    return sizes
+
+
+def _path(d, n):
+    return d / (cache.cache_key(_module(n)) + ".xlaexe")
+
+
+def _finished(d):
+    """The finished entries (not a writer's ``.tmp-*`` file)."""
+    return [p for p in _entries(d) if not p.name.startswith(".tmp-")]
+
+
+def _total(d):
+    return sum(p.stat().st_size for p in _finished(d))
+
+
+def test_max_bytes_env(monkeypatch):
+    monkeypatch.delenv("DYNJAX_DISK_CACHE_MAX_BYTES", raising=False)
+    assert cache.disk_cache_max_bytes() == cache.DEFAULT_MAX_BYTES == 1 << 30
+    for raw, want in [("123456", 123456), ("0", 0), ("512K", 512 * 1024), ("64m", 64 << 20),
+                      ("2G", 2 << 30), ("2GiB", 2 << 30), (" 10 MB ", 10 << 20)]:
+        monkeypatch.setenv("DYNJAX_DISK_CACHE_MAX_BYTES", raw)
+        assert cache.disk_cache_max_bytes() == want, raw
+    for raw in ["lots", "-5", "1.5G", "12T"]:
+        monkeypatch.setenv("DYNJAX_DISK_CACHE_MAX_BYTES", raw)
+        with pytest.warns(RuntimeWarning, match="DYNJAX_DISK_CACHE_MAX_BYTES"):
+            assert cache.disk_cache_max_bytes() == cache.DEFAULT_MAX_BYTES
+
+
+def test_cap_keeps_the_most_recent_entries(cache_env, tmp_path, monkeypatch):
+    ns = list(range(20, 34))
+    sizes = _measure(tmp_path, monkeypatch, ns)
+    cap = 4 * max(sizes.values())
+    monkeypatch.setenv("DYNJAX_CACHE_DIR", str(cache_env))
+    monkeypatch.setenv("DYNJAX_DISK_CACHE_MAX_BYTES", str(cap))
+    before = rt.cache_stats()
+    for i, n in enumerate(ns):
+        exe, hit = rt.compile_cached(_module(n), return_hit=True)
+        assert hit is False
+        _check(exe, n)
+        assert _total(cache_env) <= cap
+        # the entry just written survives, and the survivors are the latest writes
+        present = [m for m in ns[: i + 1] if _path(cache_env, m).exists()]
+        assert present == ns[i + 1 - len(present): i + 1]
+    # eviction goes down to 90% of the cap: at least 3 entries of at most cap/4 remain
+    assert 3 <= len(present) <= 4
+    assert len(_entries(cache_env)) == len(present)
+    after = rt.cache_stats()
+    assert after["evictions"] - before["evictions"] == len(ns) - len(present)
+    assert after["write_errors"] == before["write_errors"]
+    # an evicted module is compiled again, a surviving one is a hit
+    assert rt.compile_cached(_module(ns[0]), return_hit=True)[1] is False
+    assert rt.compile_cached(_module(ns[-1]), return_hit=True)[1] is True
+
+
+@pytest.mark.parametrize("use_first", [True, False])
+def test_hit_refreshes_recency(cache_env, tmp_path, monkeypatch, use_first):
+    a, b, c, d = 40, 41, 42, 43
+    sizes = _measure(tmp_path, monkeypatch, [a, b, c, d])
+    # a, b and c fit; d overflows, and evicting one entry gets below 90% of the cap (the sizes
+    # are alike, and a module's entry can differ by a few bytes from one compilation to the next)
+    cap = sum(sizes.values()) - min(sizes.values()) // 2
+    monkeypatch.setenv("DYNJAX_CACHE_DIR", str(cache_env))
+    monkeypatch.setenv("DYNJAX_DISK_CACHE_MAX_BYTES", str(cap))
+    for n in (a, b, c):
+        rt.compile_cached(_module(n))
+    assert all(_path(cache_env, n).exists() for n in (a, b, c))
+    if use_first:
+        old = _path(cache_env, a).stat().st_mtime_ns
+        exe, hit = rt.compile_cached(_module(a), return_hit=True)
+        assert hit is True
+        _check(exe, a)
+        new = _path(cache_env, a).stat().st_mtime_ns
+        assert new > old and new > _path(cache_env, c).stat().st_mtime_ns
+    rt.compile_cached(_module(d))
+    gone = b if use_first else a
+    assert {n for n in (a, b, c, d) if _path(cache_env, n).exists()} == {a, b, c, d} - {gone}
+    assert _total(cache_env) <= cap
+
+
+def test_no_cap_and_oversized_entries(cache_env, monkeypatch):
+    monkeypatch.setenv("DYNJAX_DISK_CACHE_MAX_BYTES", "0")  # no cap
+    for n in range(50, 56):
+        rt.compile_cached(_module(n))
+    assert len(_entries(cache_env)) == 6
+    rt.clear_disk_cache()
+    # an entry larger than the whole cache is not stored (and evicts nothing)
+    monkeypatch.setenv("DYNJAX_DISK_CACHE_MAX_BYTES", "1000")
+    for _ in range(2):
+        exe, hit = rt.compile_cached(_module(56), return_hit=True)
+        assert hit is False
+        _check(exe, 56)
+    assert not cache_env.exists() or _entries(cache_env) == []
+
+
+def test_eviction_spares_temp_files_being_written(cache_env, tmp_path, monkeypatch):
+    import os
+    import time
+
+    sizes = _measure(tmp_path, monkeypatch, [60, 61, 62])
+    cap = 2 * max(sizes.values())
+    monkeypatch.setenv("DYNJAX_CACHE_DIR", str(cache_env))
+    monkeypatch.setenv("DYNJAX_DISK_CACHE_MAX_BYTES", str(cap))
+    cache_env.mkdir(parents=True)
+    # another writer's unfinished entry (bigger than the cap: it must not count or be evicted)
+    busy = cache_env / ".tmp-busywriter.xlaexe"
+    busy.write_bytes(b"x" * (3 * cap))
+    # a temp file a crashed writer left two hours ago
+    stale = cache_env / ".tmp-crashed.xlaexe"
+    stale.write_bytes(b"y" * 100)
+    t = time.time() - 7200
+    os.utime(stale, (t, t))
+    for n in (60, 61, 62):
+        rt.compile_cached(_module(n))
+    assert busy.exists() and busy.stat().st_size == 3 * cap
+    assert not stale.exists()
+    # the finished entries obey the cap by themselves: the newest one is kept
+    assert _path(cache_env, 62).exists() and not _path(cache_env, 60).exists()
+    assert _total(cache_env) <= cap
+
+
+def test_entries_vanishing_during_eviction(cache_env, tmp_path, monkeypatch):
+    sizes = _measure(tmp_path, monkeypatch, [70, 71, 72, 73])
+    monkeypatch.setenv("DYNJAX_CACHE_DIR", str(cache_env))
+    monkeypatch.setenv("DYNJAX_DISK_CACHE_MAX_BYTES", str(2 * max(sizes.values())))
+    real_scan = cache._scan
+
+    def scan_then_lose_files(directory):
+        found = real_scan(directory)
+        for p in _entries(directory):  # another process evicts everything meanwhile
+            p.unlink()
+        return found
+
+    monkeypatch.setattr(cache, "_scan", scan_then_lose_files)
+    before = rt.cache_stats()["write_errors"]
+    for n in (70, 71, 72, 73):
+        exe, hit = rt.compile_cached(_module(n), return_hit=True)
+        assert hit is False
+        _check(exe, n)
+    assert rt.cache_stats()["write_errors"] == before
+
+
+def test_concurrent_writers_under_a_tiny_cap(cache_env, tmp_path, monkeypatch):
+    import random
+    import threading
+
+    ns = list(range(80, 88))
+    sizes = _measure(tmp_path, monkeypatch, ns)
+    cap = int(3.5 * max(sizes.values()))
+    monkeypatch.setenv("DYNJAX_CACHE_DIR", str(cache_env))
+    monkeypatch.setenv("DYNJAX_DISK_CACHE_MAX_BYTES", str(cap))
+    before = rt.cache_stats()
+    start = threading.Barrier(8)
+    errors, checked = [], []
+
+    def worker(seed):
+        try:
+            order = list(ns)
+            random.Random(seed).shuffle(order)
+            start.wait()
+            for n in order:
+                _check(rt.compile_cached(_module(n)), n)
+                checked.append(n)
+        except BaseException as e:  # noqa: BLE001 -- reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=worker, args=(s,)) for s in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    assert len(checked) == 8 * len(ns)
+    after = rt.cache_stats()
+    assert after["write_errors"] == before["write_errors"]
+    assert after["corrupt"] == before["corrupt"]
+    assert after["evictions"] > before["evictions"]
+    assert 1 <= len(_entries(cache_env)) <= 3
+    assert _total(cache_env) <= cap
+    assert not [p for p in cache_env.iterdir() if p.name.startswith(".tmp-")]

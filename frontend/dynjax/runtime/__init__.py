@@ -14,11 +14,13 @@ Only :mod:`dynjax.runtime.xla` touches jaxlib's private API.
 from mlir_passes import SpecializationError, specialize, static_type_string
 
 from .cache import (
+    DEFAULT_MAX_BYTES,
     cache_dir,
     cache_stats,
     clear_disk_cache,
     compile_cached,
     disk_cache_enabled,
+    disk_cache_max_bytes,
     last_cache_hit,
 )
 from .xla import (
@@ -32,6 +34,7 @@ from .xla import (
 )
 
 __all__ = [
+    "DEFAULT_MAX_BYTES",
     "Executable",
     "SpecializationError",
     "cache_dir",
@@ -41,6 +44,7 @@ __all__ = [
     "compile_cached",
     "deserialize",
     "disk_cache_enabled",
+    "disk_cache_max_bytes",
     "execute",
     "get_client",
     "hlo_text",
