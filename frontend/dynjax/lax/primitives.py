@@ -69,13 +69,40 @@ def _unary(name, fn, kinds="number", real_result=False):
 
 
 neg_p = _unary("neg", np.negative)
-sign_p = _unary("sign", np.sign)
+
+
+def _sign(x):
+    """numpy's sign; the sign of -0.0 is +0.0 for every float dtype (ml_dtypes' bfloat16 sign
+    returns -0.0, numpy's float16/32/64 return +0.0)."""
+    out = np.sign(x)
+    if is_float_dtype(x.dtype):
+        out = np.where(x == 0, np.zeros((), x.dtype), out)
+    return out
+
+
+sign_p = _unary("sign", _sign)
 floor_p = _unary("floor", np.floor, "float")
 ceil_p = _unary("ceil", np.ceil, "float")
 round_p = _unary("round", np.round, "float")
 exp_p = _unary("exp", np.exp, "inexact")
 log_p = _unary("log", np.log, "inexact")
-log1p_p = _unary("log1p", np.log1p, "inexact")
+
+
+def _log1p(x):
+    if not is_complex_dtype(x.dtype):
+        return np.log1p(x)
+    # numpy's complex log1p is log(1 + z), which loses every digit for small |z|. Instead:
+    # log|1 + z| = log1p(2x + x^2 + y^2) / 2 and arg(1 + z) = atan2(y, 1 + x) (the lowering
+    # computes the same), except for parts whose squares overflow.
+    re, im = x.real, x.imag
+    out = np.empty_like(x)
+    out.real = 0.5 * np.log1p(2 * re + (re * re + im * im))
+    out.imag = np.arctan2(im, 1 + re)
+    limit = np.sqrt(np.finfo(re.dtype).max) / 4
+    return np.where((np.abs(re) > limit) | (np.abs(im) > limit), np.log1p(x), out)
+
+
+log1p_p = _unary("log1p", _log1p, "inexact")
 expm1_p = _unary("expm1", np.expm1, "inexact")
 sin_p = _unary("sin", np.sin, "inexact")
 cos_p = _unary("cos", np.cos, "inexact")
@@ -273,8 +300,8 @@ select_n_p = define("select_n", _select_n_impl, _select_n_abstract)
 
 def _convert_impl(x, *, new_dtype, weak_type=False):
     x = _arr(x)
-    if is_complex_dtype(x.dtype) and not is_complex_dtype(new_dtype):
-        x = x.real   # numpy's astype keeps the real part (as does the lowering)
+    if is_complex_dtype(x.dtype) and not is_complex_dtype(new_dtype) and np.dtype(new_dtype) != bool_:
+        x = x.real   # numpy's astype keeps the real part (as does the lowering); to bool: z != 0
     if is_integer_dtype(new_dtype) and is_float_dtype(x.dtype):
         # truncate toward zero, NaN -> 0, saturate at the integer range (as the lowering does)
         info = np.iinfo(new_dtype)
@@ -517,7 +544,10 @@ def _sort_impl(*operands, dimension, num_keys):
     ops = [_arr(o) for o in operands]
     if ops[0].size == 0:
         return [o.copy() for o in ops]
-    keys = ops[:num_keys]
+    # numpy's float order (-0.0 == +0.0, NaNs last); bfloat16 (ml_dtypes) does not sort NaNs
+    # last, so narrow floats are ordered through float32, which holds them exactly
+    keys = [k.astype(np.float32) if is_float_dtype(k.dtype) and k.dtype.itemsize < 4 else k
+            for k in ops[:num_keys]]
     if num_keys == 1:
         k = keys[0]
         order = np.argsort(k, axis=dimension, kind="stable")

@@ -48,11 +48,8 @@ def _unary(prim, op: Callable):
 
 for _p, _op in [
     (P.neg_p, hlo.NegOp), (P.sign_p, hlo.SignOp), (P.floor_p, hlo.FloorOp), (P.ceil_p, hlo.CeilOp),
-    (P.round_p, hlo.RoundNearestEvenOp), (P.exp_p, hlo.ExpOp), (P.log_p, hlo.LogOp),
-    (P.expm1_p, hlo.Expm1Op), (P.sin_p, hlo.SineOp), (P.cos_p, hlo.CosineOp),
-    (P.tan_p, hlo.TanOp), (P.asin_p, chlo.AsinOp), (P.acos_p, chlo.AcosOp), (P.atan_p, chlo.AtanOp),
-    (P.tanh_p, hlo.TanhOp), (P.sqrt_p, hlo.SqrtOp),
-    (P.rsqrt_p, hlo.RsqrtOp), (P.cbrt_p, hlo.CbrtOp), (P.not_p, hlo.NotOp),
+    (P.round_p, hlo.RoundNearestEvenOp), (P.exp_p, hlo.ExpOp), (P.expm1_p, hlo.Expm1Op),
+    (P.tan_p, hlo.TanOp), (P.tanh_p, hlo.TanhOp), (P.cbrt_p, hlo.CbrtOp), (P.not_p, hlo.NotOp),
     (P.logistic_p, hlo.LogisticOp), (P.is_finite_p, hlo.IsFiniteOp),
 ]:
     _unary(_p, _op)
@@ -62,9 +59,106 @@ def _is_f32_or_f64(dtype):
     return np.dtype(dtype) in (np.dtype(np.float32), np.dtype(np.float64))
 
 
-@register_lowering(P.log1p_p)
-def _log1p(ctx, eqn, x):
+def _branch_cut_symmetric(prim, op):
+    """A complex function f with f(conj z) = conj(f(z)) whose branch cut lies on the real axis
+    (log, sqrt, asin, ...): XLA takes every zero imaginary part as +0.0, i.e. the upper side
+    of the cut. Computing f on the upper half plane and conjugating for a negative imaginary
+    part (-0.0 included) puts z = x - 0j on the lower side, as numpy (C99 Annex G) does."""
+    def rule(ctx, eqn, x):
+        dt = _in(eqn).dtype
+        if not is_complex_dtype(dt):
+            return op(ctx, eqn, x)
+        part = real_dtype(dt)
+        re, im = hlo.RealOp(x).result, hlo.ImagOp(x).result
+        upper = op(ctx, eqn, hlo.ComplexOp(re, hlo.AbsOp(im).result).result)
+        conj = hlo.ComplexOp(hlo.RealOp(upper).result, hlo.NegOp(hlo.ImagOp(upper).result).result).result
+        return hlo.SelectOp(_signbit(ctx, im, part), conj, upper).result
+    register_lowering(prim, rule)
+
+
+def _signbit(ctx, x, dt):
+    """The sign bit of a float (set for -0.0 and negative NaNs)."""
+    bits = np.dtype(f"int{8 * np.dtype(dt).itemsize}")
+    as_int = hlo.BitcastConvertOp(_tensor_type_like(x, bits), x).result
+    zero = ctx.broadcast_scalar_like(ctx.constant(0, bits), as_int)
+    return ctx.compare(as_int, zero, "LT", bits)
+
+
+def _tensor_type_like(x, dtype):
+    """The tensor type of ``x`` (same, possibly dynamic, shape) with element type ``dtype``."""
+    t = ir.RankedTensorType(x.type)
+    dyn = ir.ShapedType.get_dynamic_size()
+    return ir.RankedTensorType.get([dyn if t.is_dynamic_dim(i) else t.get_dim_size(i) for i in range(t.rank)],
+                                   LoweringContext.elem_type(dtype))
+
+
+def _log_op(ctx, eqn, x):
     dt = _in(eqn).dtype
+    if not is_complex_dtype(dt):
+        return hlo.LogOp(x).result
+    # log|z| + i arg(z). Near |z| = 1, log|z| is computed as log1p((x - 1)(x + 1) + y^2) / 2
+    # (XLA's complex log is up to ~100 ulps off there, normwise)
+    part = real_dtype(dt)
+    re, im = hlo.RealOp(x).result, hlo.ImagOp(x).result
+    mul = lambda a, b: hlo.MulOp(a, b).result
+    c = lambda v: ctx.broadcast_scalar_like(ctx.constant(v, part), re)
+    t = hlo.AddOp(mul(hlo.SubtractOp(re, c(1)).result, hlo.AddOp(re, c(1)).result), mul(im, im)).result
+    near = mul(c(0.5), _real_log1p(ctx, t, part))
+    modulus = hlo.AbsOp(x).result
+    far = hlo.LogOp(modulus).result
+    is_near = hlo.AndOp(ctx.compare(modulus, c(0.5), "GT", part), ctx.compare(modulus, c(2.0), "LT", part)).result
+    return hlo.ComplexOp(hlo.SelectOp(is_near, near, far).result, hlo.Atan2Op(im, re).result).result
+
+
+def _asin_op(ctx, eqn, x):
+    out = chlo.AsinOp(x).result
+    dt = _in(eqn).dtype
+    if not _is_f32_or_f64(dt):
+        return out
+    # asin(x) rounds to x for |x| < 2**-(p/2 + 1) (p: mantissa bits); chlo.asin goes through
+    # x / (1 + sqrt(1 - x^2)), which flush-to-zero turns into 0 for |x| near the smallest
+    # normal number
+    small = 2.0 ** -(np.finfo(dt).nmant // 2 + 1)
+    limit = ctx.broadcast_scalar_like(ctx.constant(small, dt), x)
+    return hlo.SelectOp(ctx.compare(hlo.AbsOp(x).result, limit, "LT", dt), x, out).result
+
+
+_branch_cut_symmetric(P.log_p, _log_op)
+_branch_cut_symmetric(P.sqrt_p, lambda ctx, eqn, x: hlo.SqrtOp(x).result)
+_branch_cut_symmetric(P.rsqrt_p, lambda ctx, eqn, x: hlo.RsqrtOp(x).result)
+_branch_cut_symmetric(P.asin_p, _asin_op)
+_branch_cut_symmetric(P.acos_p, lambda ctx, eqn, x: chlo.AcosOp(x).result)
+_branch_cut_symmetric(P.atan_p, lambda ctx, eqn, x: chlo.AtanOp(x).result)
+
+
+def _complex_log1p(ctx, x, dt):
+    """log1p(x + iy) = log|1 + z| + i arg(1 + z) with log|1 + z| = log1p(2x + x^2 + y^2) / 2, as
+    the impl computes it (numpy's own complex log1p loses every digit for small |z|; XLA's is
+    ~100 ulps off, normwise, for |z| around 0.3). Large parts (whose squares would overflow)
+    keep XLA's version."""
+    part = real_dtype(dt)
+    re, im = hlo.RealOp(x).result, hlo.ImagOp(x).result
+    mul = lambda a, b: hlo.MulOp(a, b).result
+    two = ctx.broadcast_scalar_like(ctx.constant(2, part), re)
+    one = ctx.broadcast_scalar_like(ctx.constant(1, part), re)
+    half = ctx.broadcast_scalar_like(ctx.constant(0.5, part), re)
+    t = hlo.AddOp(mul(two, re), hlo.AddOp(mul(re, re), mul(im, im)).result).result
+    small_re = mul(half, _real_log1p(ctx, t, part))
+    small = hlo.ComplexOp(small_re, hlo.Atan2Op(im, hlo.AddOp(one, re).result).result).result
+    limit = ctx.broadcast_scalar_like(ctx.constant(float(np.sqrt(np.finfo(part).max)) / 4, part), re)
+    big = hlo.OrOp(ctx.compare(hlo.AbsOp(re).result, limit, "GT", part),
+                   ctx.compare(hlo.AbsOp(im).result, limit, "GT", part)).result
+    return hlo.SelectOp(big, hlo.Log1pOp(x).result, small).result
+
+
+def _log1p_rule(ctx, eqn, x):
+    dt = _in(eqn).dtype
+    if is_complex_dtype(dt):
+        return _complex_log1p(ctx, x, dt)
+    return _real_log1p(ctx, x, dt)
+
+
+def _real_log1p(ctx, x, dt):
     if np.dtype(dt) != np.dtype(np.float64):
         return hlo.Log1pOp(x).result
     # XLA's float64 log1p is up to ~130 ulps off (near x = -0.41). With u = 1 + x rounded,
@@ -78,6 +172,9 @@ def _log1p(ctx, eqn, x):
     # u == inf: x is +inf (1 + max rounds to max)
     exact = hlo.OrOp(ctx.compare(u, one, "EQ", dt), ctx.compare(u, inf, "EQ", dt)).result
     return hlo.SelectOp(exact, x, r).result
+
+
+_branch_cut_symmetric(P.log1p_p, _log1p_rule)
 
 
 def _exp_halves(ctx, a, dt):
@@ -94,9 +191,7 @@ def _exp_halves(ctx, a, dt):
     return up, down
 
 
-@register_lowering(P.sinh_p)
-def _sinh(ctx, eqn, x):
-    dt = _in(eqn).dtype
+def _real_sinh(ctx, x, dt):
     small = chlo.SinhOp(x).result
     if not _is_f32_or_f64(dt):
         return small
@@ -111,30 +206,75 @@ def _sinh(ctx, eqn, x):
     return hlo.SelectOp(ctx.compare(a, one, "GE", dt), big, small).result
 
 
-@register_lowering(P.cosh_p)
-def _cosh(ctx, eqn, x):
-    dt = _in(eqn).dtype
+def _real_cosh(ctx, x, dt):
     if not _is_f32_or_f64(dt):
         return chlo.CoshOp(x).result
-    # exp(|x|) / 2 + exp(-|x|) / 2 (see _sinh: chlo.cosh loses up to ~500 ulps for large |x|)
+    # exp(|x|) / 2 + exp(-|x|) / 2 (see _real_sinh: chlo.cosh loses up to ~500 ulps for large |x|)
     up, down = _exp_halves(ctx, hlo.AbsOp(x).result, dt)
     return hlo.AddOp(up, down).result
 
 
+def _complex_trig(ctx, eqn, z, name):
+    """sin, cos, sinh, cosh of x + iy from the real functions of x and y. (XLA's own complex
+    versions are off by ~20 ulps for small |y|, ~500 for large, and get the signs of zero
+    parts wrong: cos(0j) is 1 - 0j, as numpy computes it.)"""
+    part = real_dtype(_in(eqn).dtype)
+    x, y = hlo.RealOp(z).result, hlo.ImagOp(z).result
+    mul = lambda a, b: hlo.MulOp(a, b).result
+    if name == "sin":
+        re, im = mul(hlo.SineOp(x).result, _real_cosh(ctx, y, part)), mul(hlo.CosineOp(x).result, _real_sinh(ctx, y, part))
+    elif name == "cos":
+        re = mul(hlo.CosineOp(x).result, _real_cosh(ctx, y, part))
+        im = hlo.NegOp(mul(hlo.SineOp(x).result, _real_sinh(ctx, y, part))).result
+    elif name == "sinh":
+        re, im = mul(_real_sinh(ctx, x, part), hlo.CosineOp(y).result), mul(_real_cosh(ctx, x, part), hlo.SineOp(y).result)
+    else:
+        re, im = mul(_real_cosh(ctx, x, part), hlo.CosineOp(y).result), mul(_real_sinh(ctx, x, part), hlo.SineOp(y).result)
+    return hlo.ComplexOp(re, im).result
+
+
+def _trig(prim, name, real_rule):
+    def rule(ctx, eqn, x):
+        dt = _in(eqn).dtype
+        if is_complex_dtype(dt):
+            return _complex_trig(ctx, eqn, x, name)
+        return real_rule(ctx, x, dt)
+    register_lowering(prim, rule)
+
+
+_trig(P.sin_p, "sin", lambda ctx, x, dt: hlo.SineOp(x).result)
+_trig(P.cos_p, "cos", lambda ctx, x, dt: hlo.CosineOp(x).result)
+_trig(P.sinh_p, "sinh", _real_sinh)
+_trig(P.cosh_p, "cosh", _real_cosh)
+
+
 @register_lowering(P.abs_p)
 def _abs(ctx, eqn, x):
-    if is_unsigned_dtype(_in(eqn).dtype):   # stablehlo.abs takes no unsigned operand
+    dt = _in(eqn).dtype
+    if is_unsigned_dtype(dt):   # stablehlo.abs takes no unsigned operand
         return x
-    return hlo.AbsOp(x).result
+    out = hlo.AbsOp(x).result
+    if is_complex_dtype(dt):
+        # |z| is +inf when either part is infinite, even if the other is NaN (hypot, as numpy)
+        part = real_dtype(dt)
+        inf = ctx.broadcast_scalar_like(ctx.constant(np.inf, part), out)
+        re, im = hlo.AbsOp(hlo.RealOp(x).result).result, hlo.AbsOp(hlo.ImagOp(x).result).result
+        infinite = hlo.OrOp(ctx.compare(re, inf, "EQ", part), ctx.compare(im, inf, "EQ", part)).result
+        out = hlo.SelectOp(infinite, inf, out).result
+    return out
 
 
 @register_lowering(P.sign_p)
 def _sign(ctx, eqn, x):
     dt = _in(eqn).dtype
+    zero = ctx.broadcast_scalar_like(ctx.constant(0, dt), x)
     if is_unsigned_dtype(dt):   # stablehlo.sign takes no unsigned operand: x != 0 as 0 / 1
-        zero = ctx.broadcast_scalar_like(ctx.constant(0, dt), x)
         return ctx.convert(ctx.compare(x, zero, "NE", dt), dt)
-    return hlo.SignOp(x).result
+    out = hlo.SignOp(x).result
+    if is_float_dtype(dt) or is_complex_dtype(dt):
+        # numpy: the sign of -0.0 is +0.0 (stablehlo.sign keeps -0.0)
+        out = hlo.SelectOp(ctx.compare(x, zero, "EQ", dt), zero, out).result
+    return out
 
 
 def _real_part(op):
@@ -235,7 +375,21 @@ def _pow(ctx, eqn, x, y):
     dt = _in(eqn).dtype
     if is_integer_dtype(dt):
         return _integer_power(ctx, x, y, dt)
-    return hlo.PowOp(x, y).result
+    out = hlo.PowOp(x, y).result
+    if is_complex_dtype(dt):
+        # XLA computes exp(y * log(x)), NaN for x == 0; numpy: 0 ** 0 is 1, 0 ** y is 0 when
+        # Re(y) > 0, NaN otherwise
+        part = real_dtype(dt)
+        czero = ctx.broadcast_scalar_like(ctx.constant(0, dt), out)
+        zero = ctx.broadcast_scalar_like(ctx.constant(0, part), hlo.RealOp(out).result)
+        x_zero = ctx.compare(x, czero, "EQ", dt)
+        y_zero = ctx.compare(y, czero, "EQ", dt)
+        y_pos = ctx.compare(hlo.RealOp(y).result, zero, "GT", part)
+        one = ctx.broadcast_scalar_like(ctx.constant(1, dt), out)
+        nan = ctx.broadcast_scalar_like(ctx.constant(complex(np.nan, np.nan), dt), out)
+        at_zero = hlo.SelectOp(y_zero, one, hlo.SelectOp(y_pos, czero, nan).result).result
+        out = hlo.SelectOp(x_zero, at_zero, out).result
+    return out
 
 
 def _integer_power(ctx, x, y, dt):
@@ -329,10 +483,13 @@ def _convert(ctx, eqn, x, *, new_dtype, weak_type=False):
         x = hlo.SelectOp(nan, zero, x).result
         lo = ctx.convert(ctx.constant(info.min, dst.dtype), src.dtype)
         hi_exact = float(info.max)
-        out = ctx.convert(hlo.ClampOp(lo, x, ctx.constant(hi_exact, src.dtype)).result, dst.dtype)
-        if float(np.asarray(hi_exact, src.dtype)) >= 2.0 ** (8 * dst.dtype.itemsize - 1):
+        with np.errstate(over="ignore"):   # float16: 2**31 rounds to inf, which is fine here
+            hi = ctx.constant(hi_exact, src.dtype)
+            hi_src = float(np.asarray(hi_exact, src.dtype))
+        out = ctx.convert(hlo.ClampOp(lo, x, hi).result, dst.dtype)
+        if hi_src >= 2.0 ** (8 * dst.dtype.itemsize - 1):
             # float(max) rounds up past the range: map x >= 2**(bits-1) to max explicitly
-            big = ctx.broadcast_scalar_like(ctx.constant(hi_exact, src.dtype), x)
+            big = ctx.broadcast_scalar_like(hi, x)
             too_big = ctx.compare(x, big, "GE", src.dtype)
             out = hlo.SelectOp(too_big, ctx.broadcast_scalar_like(ctx.constant(info.max, dst.dtype), x),
                                out).result
