@@ -55,6 +55,7 @@ class Segment:
         self.baked = [i for i, v in enumerate(jaxpr.invars) if _is_int_scalar(v) and id(v) in need]
         baked = set(self.baked)
         self.runtime = [i for i in range(len(jaxpr.invars)) if i not in baked]
+        self.lowered, self.host_eqns, self.host_vars = _host_sizes(jaxpr, [jaxpr.invars[i] for i in self.baked])
         self.describe_input = describe_input or (lambda i: f"input {i}")
         self._module_text: Optional[str] = None
         self._lowering_lock = threading.Lock()
@@ -69,7 +70,7 @@ class Segment:
             with self._lowering_lock:
                 if self._module_text is None:
                     from ..lowering import module_text
-                    self._module_text = module_text(ClosedJaxpr(self.jaxpr, self.consts))
+                    self._module_text = module_text(ClosedJaxpr(self.lowered, self.consts))
                     self.stats.lowerings += 1
         return self._module_text
 
@@ -92,10 +93,13 @@ class Segment:
         baked_values = {i: int(args[i]) for i in self.baked}
         check_sizes(self.jaxpr, {id(self.jaxpr.invars[i]): v for i, v in baked_values.items()},
                     self.describe_input, {id(self.jaxpr.invars[i]): i for i in baked_values})
-        arg_types = [None] * len(self.jaxpr.invars)
+        arg_types = [None] * len(self.lowered.invars)
         for i in self.runtime:
             v = self.jaxpr.invars[i]
             arg_types[i] = runtime.static_type_string(np.shape(args[i]), v.aval.dtype)
+        n = len(self.jaxpr.invars)
+        host = _evaluate(self.host_eqns, {id(self.jaxpr.invars[i]): v for i, v in baked_values.items()})
+        baked_values.update({n + j: host[id(v)] for j, v in enumerate(self.host_vars)})
         text = runtime.specialize(self.module_text, arg_types, baked_values)
         self.stats.specializations += 1
         exe, hit = runtime.compile_cached(text, return_hit=True)
@@ -105,6 +109,48 @@ class Segment:
             self.stats.compilations += 1
         self.last_specialized = text
         return exe
+
+
+def _host_sizes(jaxpr: Jaxpr, baked: Sequence[Var]):
+    """Integer scalars computed from the baked inputs (sizes, slice bounds, ...) are computed
+    on the host and baked as well: the lowered jaxpr takes them as extra trailing inputs
+    instead of computing them, so specialization never has to fold their arithmetic (shape
+    refinement folds only some scalar ops: ``neg``, ``select_n``, float->int converts stay).
+
+    Returns ``(lowered jaxpr, the equations to evaluate on the host, the promoted vars)``."""
+    from ..core.staging import live_equations
+    known = {id(v) for v in baked}
+    host_eqns, promoted = [], []
+    for eqn in jaxpr.eqns:
+        if eqn.primitive in _FOLDABLE and all(is_scalar(v) for v in eqn.outvars) and all(
+                isinstance(a, Literal) or id(a) in known for a in eqn.invars):
+            host_eqns.append(eqn)
+            known.update(id(v) for v in eqn.outvars)
+            promoted += [v for v in eqn.outvars if _is_int_scalar(v)]
+    if not promoted:
+        return jaxpr, [], []
+    done = {id(v) for v in promoted}
+    rest = [e for e in jaxpr.eqns if not all(id(v) in done for v in e.outvars)]
+    rest = live_equations(rest, jaxpr.outvars)
+    used = {id(a) for e in rest for a in e.invars} | {id(v) for v in jaxpr.outvars}
+    for e in rest:
+        for v in list(e.invars) + list(e.outvars):
+            used.update(id(d) for d in dims_of(v.aval))
+    promoted = [v for v in promoted if id(v) in used]
+    lowered = Jaxpr(jaxpr.constvars, list(jaxpr.invars) + promoted, rest, jaxpr.outvars)
+    return lowered, host_eqns, promoted
+
+
+def _evaluate(eqns, env: Dict[int, int]) -> Dict[int, int]:
+    """Run scalar equations on the host with their numpy impls (``env``: var id -> value)."""
+    env = dict(env)
+    for eqn in eqns:
+        vals = [a.val if isinstance(a, Literal) else env[id(a)] for a in eqn.invars]
+        outs = impl_rules[eqn.primitive](*[np.asarray(x) for x in vals], **eqn.params)
+        outs = outs if eqn.primitive.multiple_results else [outs]
+        for v, x in zip(eqn.outvars, outs):
+            env[id(v)] = np.asarray(x).item()
+    return env
 
 
 def _owned(x: np.ndarray, borrowed: Sequence[np.ndarray]) -> np.ndarray:

@@ -2,8 +2,9 @@
 
 Once the baked integers of a segment are known, every foldable size can be computed on
 the host with the numpy impl rules. ``check_sizes`` does that and rejects what XLA would
-fail on obscurely (or hang on): negative sizes and zero ``for_loop`` steps. Errors name
-the argument or the user's line.
+fail on obscurely (or hang on): negative sizes, zero ``for_loop`` steps, reshapes whose
+element counts differ and slices larger than their axis. Errors name the argument or the
+user's line.
 """
 from __future__ import annotations
 
@@ -59,6 +60,7 @@ def check_sizes(jaxpr: Jaxpr, known: Dict[int, int], describe_input, input_pos: 
                     if val is not None and val < 0:
                         raise SizeError(f"{where(d, producer.get(id(d), eqn))} is used as a size but is "
                                         f"negative ({val})")
+            _check_shapes(eqn, lambda d: d if isinstance(d, int) else env.get(id(d)), top=jx is jaxpr)
             if eqn.primitive is for_loop_p and value(eqn.invars[eqn.params["body_nconsts"] + 2]) == 0:
                 loc = f" (at {eqn.source_info[0]}:{eqn.source_info[1]})" if eqn.source_info else ""
                 raise ValueError(f"for_loop: step must not be zero, the loop would never end{loc}")
@@ -71,3 +73,28 @@ def check_sizes(jaxpr: Jaxpr, known: Dict[int, int], describe_input, input_pos: 
                 walk(sub, inner)
 
     walk(jaxpr, dict(known))
+
+
+def _at(eqn) -> str:
+    return f" (at {eqn.source_info[0]}:{eqn.source_info[1]})" if eqn.source_info else ""
+
+
+def _check_shapes(eqn, size, top: bool) -> None:
+    """Shape facts only known at run time: a reshape whose element counts differ, and (in
+    code that certainly runs, the top level) a slice larger than its axis. A ``ValueError``
+    naming the shapes and the user's line, instead of XLA's verifier failing later."""
+    from ..lax.primitives import dynamic_slice_p, reshape_p
+    if eqn.primitive is reshape_p:
+        src = [size(d) for d in eqn.invars[0].aval.shape]
+        dst = [size(d) for d in eqn.outvars[0].aval.shape]
+        if None not in src and None not in dst and int(np.prod(src)) != int(np.prod(dst)):
+            raise ValueError(f"cannot reshape an array of shape {tuple(src)} ({int(np.prod(src))} elements) "
+                             f"into shape {tuple(dst)} ({int(np.prod(dst))} elements){_at(eqn)}")
+    elif eqn.primitive is dynamic_slice_p and top:
+        src = [size(d) for d in eqn.invars[0].aval.shape]
+        dst = [size(d) for d in eqn.outvars[0].aval.shape]
+        for ax, (n, k) in enumerate(zip(src, dst)):
+            if n is not None and k is not None and k > n:
+                what = "an index into" if k == 1 else f"a slice of {k} elements of"
+                raise ValueError(f"{what} axis {ax} of an array of shape {tuple(src)}, which has only "
+                                 f"{n} elements{_at(eqn)}")

@@ -837,6 +837,29 @@ def _index_values(ctx, values):
     return [ctx.convert(v, _I64) for v in values]
 
 
+def _pad_to_at_least(ctx, x, dims, sizes, dtype):
+    """``x`` padded with zeros at the end of each dynamic axis up to ``max(dim, size)``.
+
+    A static-size slice of a dynamic axis must still be a valid program when the axis is
+    shorter at run time, e.g. ``x[i]`` in the body of a loop that never runs because ``x``
+    is empty. The padding amount is ``max(size - dim, 0)``: 0 whenever the slice fits, and
+    then the pad is folded away at specialization (no copy, same clamping as before)."""
+    zero = ctx.constant(0, _I64)
+    highs = []
+    for d, s in zip(dims, sizes):
+        if isinstance(d, int):
+            highs.append(0)
+        else:
+            gap = hlo.SubtractOp(ctx.constant(int(s), _I64), ctx.dim_value(d)).result
+            highs.append(hlo.MaxOp(gap, zero).result)
+    et = ir.RankedTensorType(x.type).element_type
+    pad_value = ctx.constant(0, dtype)
+    lows = ctx.shape_tensor([0] * len(dims))
+    t = ir.RankedTensorType.get([ir.ShapedType.get_dynamic_size() if not isinstance(d, int) else d
+                                 for d in dims], et)
+    return hlo.DynamicPadOp(t, x, pad_value, lows, ctx.shape_tensor(highs), lows).result
+
+
 @register_lowering(P.dynamic_slice_p)
 def _dynamic_slice(ctx, eqn, x, *operands, slice_sizes):
     a, out = _in(eqn), _out(eqn)
@@ -844,6 +867,8 @@ def _dynamic_slice(ctx, eqn, x, *operands, slice_sizes):
     starts = _index_values(ctx, operands[:n])
     if is_static(out.shape):
         # stablehlo.dynamic_slice clamps the starts so that the slice fits, like the impl
+        if not is_static(a.shape):
+            x = _pad_to_at_least(ctx, x, a.shape, out.shape, a.dtype)
         return hlo.DynamicSliceOp(x, starts, [int(s) for s in out.shape]).result
     # Dynamic sizes. real_dynamic_slice only refines when its starts are constants too, and
     # starts are usually run-time values; dynamic_gather takes the sizes as an operand (it
