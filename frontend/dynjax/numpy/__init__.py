@@ -22,6 +22,7 @@ from .ufuncs import (abs, absolute, add, angle, arccos, arcsin, arctan, arctan2,
                      less_equal, log, log1p, logical_and, logical_not, logical_or, logical_xor,
                      maximum, minimum, mod, multiply, negative, not_equal, power, real, remainder, rint,
                      sign, sin, sinh, sqrt, square, subtract, tan, tanh, true_divide, where)
+from ._promote import promote_types, result_type  # noqa: F401
 from . import indexing  # noqa: F401
 
 pi = 3.141592653589793

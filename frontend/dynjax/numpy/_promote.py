@@ -92,6 +92,24 @@ def promote_dtypes(*avals):
     return node, False
 
 
+def promote_types(type1, type2) -> np.dtype:
+    """numpy's ``promote_types`` on dynjax's lattice (strong dtypes)."""
+    return promote_dtypes(A.ShapedArray((), A.canonical_dtype(type1)),
+                          A.ShapedArray((), A.canonical_dtype(type2)))[0]
+
+
+def result_type(*args) -> np.dtype:
+    """The dtype of an operation on ``args`` (arrays, dtypes, or Python scalars, which are weak)."""
+    avals = []
+    for x in args:
+        if isinstance(x, (np.dtype, type, str)) and not isinstance(x, (bool, int, float, complex)) \
+                or hasattr(x, "type") and isinstance(x, np.dtype):
+            avals.append(A.ShapedArray((), A.canonical_dtype(x)))
+        else:
+            avals.append(typeof(x))
+    return promote_dtypes(*avals)[0]
+
+
 def result_dtype(*args):
     """The promoted dtype of several operands and whether the result is weakly typed."""
     return promote_dtypes(*[typeof(a) for a in args])

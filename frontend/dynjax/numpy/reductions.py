@@ -6,7 +6,7 @@ import builtins
 import numpy as np
 
 from .. import lax
-from ..core.avals import bool_, float64, int64, is_float_dtype
+from ..core.avals import bool_, float64, int64, is_float_dtype, is_unsigned_dtype
 from ..core.trace import Tracer, typeof
 from ._promote import promote
 
@@ -41,11 +41,14 @@ def _prep(x):
 
 
 def _accumulation_dtype(x, dtype):
-    """numpy's accumulator: ``dtype`` if given, else int64 for bools and small integers."""
+    """numpy's accumulator: ``dtype`` if given, else int64 for bools and small signed integers,
+    uint64 for small unsigned ones."""
     a = typeof(x)
     if dtype is not None:
         return lax.convert_element_type(x, dtype)
-    if a.dtype == bool_ or (np.issubdtype(a.dtype, np.integer) and a.dtype != int64):
+    if is_unsigned_dtype(a.dtype) and a.dtype != np.uint64:
+        return lax.convert_element_type(x, np.dtype(np.uint64))
+    if a.dtype == bool_ or (np.issubdtype(a.dtype, np.integer) and a.dtype.kind == "i" and a.dtype != int64):
         return lax.convert_element_type(x, int64)
     return x
 

@@ -159,8 +159,8 @@ def _unary_same(lax_fn, name, float_only=False):
     def fn(x):
         x = _arraylike(x)
         (x,) = promote(x)
-        if float_only and not is_float_dtype(typeof(x).dtype):
-            return x
+        if float_only and not is_inexact_dtype(typeof(x).dtype):
+            return x   # floor/ceil of an integer is itself (complex operands are refused by lax)
         return lax_fn(x)
     fn.__name__ = name
     return fn

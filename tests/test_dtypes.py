@@ -1,0 +1,285 @@
+"""Every dtype through every layer: printing, promotion (against a written table), creation,
+arithmetic eager and compiled against numpy, transfers both ways, astype, refusals.
+
+The promotion table below is written out by hand from JAX's type promotion lattice; where
+it differs from numpy (integers never widen a float: i64 + f32 is f32; bf16 + f16 is f32)
+the difference is deliberate and documented in doc/user_guide.md.
+"""
+import ml_dtypes
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+import dynjax
+import dynjax.numpy as jnp
+from dynjax import make_jaxpr, qjit
+
+NAMES = ["bool", "u8", "u16", "u32", "u64", "i8", "i16", "i32", "i64", "bf16", "f16", "f32", "f64",
+         "c64", "c128"]
+DT = {"bool": np.dtype(bool), "u8": np.dtype(np.uint8), "u16": np.dtype(np.uint16),
+      "u32": np.dtype(np.uint32), "u64": np.dtype(np.uint64), "i8": np.dtype(np.int8),
+      "i16": np.dtype(np.int16), "i32": np.dtype(np.int32), "i64": np.dtype(np.int64),
+      "bf16": np.dtype(ml_dtypes.bfloat16), "f16": np.dtype(np.float16), "f32": np.dtype(np.float32),
+      "f64": np.dtype(np.float64), "c64": np.dtype(np.complex64), "c128": np.dtype(np.complex128)}
+ALL = [DT[n] for n in NAMES]
+
+# row dtype with column dtype, columns in NAMES order
+PROMOTION = """
+bool  bool u8   u16  u32  u64  i8   i16  i32  i64  bf16 f16  f32  f64  c64  c128
+u8    u8   u8   u16  u32  u64  i16  i16  i32  i64  bf16 f16  f32  f64  c64  c128
+u16   u16  u16  u16  u32  u64  i32  i32  i32  i64  bf16 f16  f32  f64  c64  c128
+u32   u32  u32  u32  u32  u64  i64  i64  i64  i64  bf16 f16  f32  f64  c64  c128
+u64   u64  u64  u64  u64  u64  f64  f64  f64  f64  bf16 f16  f32  f64  c64  c128
+i8    i8   i16  i32  i64  f64  i8   i16  i32  i64  bf16 f16  f32  f64  c64  c128
+i16   i16  i16  i32  i64  f64  i16  i16  i32  i64  bf16 f16  f32  f64  c64  c128
+i32   i32  i32  i32  i64  f64  i32  i32  i32  i64  bf16 f16  f32  f64  c64  c128
+i64   i64  i64  i64  i64  f64  i64  i64  i64  i64  bf16 f16  f32  f64  c64  c128
+bf16  bf16 bf16 bf16 bf16 bf16 bf16 bf16 bf16 bf16 bf16 f32  f32  f64  c64  c128
+f16   f16  f16  f16  f16  f16  f16  f16  f16  f16  f32  f16  f32  f64  c64  c128
+f32   f32  f32  f32  f32  f32  f32  f32  f32  f32  f32  f32  f32  f64  c64  c128
+f64   f64  f64  f64  f64  f64  f64  f64  f64  f64  f64  f64  f64  f64  c128 c128
+c64   c64  c64  c64  c64  c64  c64  c64  c64  c64  c64  c64  c64  c128 c64  c128
+c128  c128 c128 c128 c128 c128 c128 c128 c128 c128 c128 c128 c128 c128 c128 c128
+"""
+TABLE = {}
+for _line in PROMOTION.strip().splitlines():
+    _row, *_cells = _line.split()
+    for _col, _cell in zip(NAMES, _cells):
+        TABLE[_row, _col] = _cell
+
+# a Python scalar (weakly typed) with an array of each dtype
+WEAK = {  # dtype: (with int, with float, with complex)
+    "bool": ("i64", "f64", "c128"), "bf16": ("bf16", "bf16", "c64"), "f16": ("f16", "f16", "c64"),
+    "f32": ("f32", "f32", "c64"), "f64": ("f64", "f64", "c128"), "c64": ("c64", "c64", "c64"),
+    "c128": ("c128", "c128", "c128"),
+    **{n: (n, "f64", "c128") for n in ["u8", "u16", "u32", "u64", "i8", "i16", "i32", "i64"]},
+}
+
+
+def test_the_table_is_symmetric():
+    assert all(TABLE[a, b] == TABLE[b, a] for a in NAMES for b in NAMES)
+
+
+@pytest.mark.parametrize("a", NAMES)
+def test_promotion_table(a):
+    for b in NAMES:
+        assert jnp.promote_types(DT[a], DT[b]) == DT[TABLE[a, b]], (a, b)
+    # and what an actual traced operation produces
+    row = make_jaxpr(lambda *xs: [xs[0] + x for x in xs[1:]])(
+        np.zeros(2, DT[a]), *[np.zeros(2, DT[b]) for b in NAMES])
+    got = [v.aval.dtype for v in row.jaxpr.outvars]
+    assert got == [DT[TABLE[a, b]] for b in NAMES]
+
+
+@pytest.mark.parametrize("a", NAMES)
+def test_weak_python_scalars(a):
+    want = [DT[n] for n in WEAK[a]]
+    got = [jnp.result_type(np.zeros(1, DT[a]), s) for s in (2, 2.5, 1j)]
+    assert got == want
+    jx = make_jaxpr(lambda x: (x * 2, x * 2.5, x * 1j))(np.ones(3, DT[a]))
+    assert [v.aval.dtype for v in jx.jaxpr.outvars] == want
+
+
+@pytest.mark.parametrize("name", NAMES[1:])
+def test_a_requested_dtype_never_changes(name):
+    dt = DT[name]
+    assert qjit(lambda: jnp.zeros(3, dt))().dtype == dt
+    assert jnp.zeros(3, dt).dtype == dt
+    assert qjit(lambda n: jnp.ones(n, dt), static_argnums=())(4).dtype == dt
+    jx = make_jaxpr(lambda: jnp.zeros(3, dt))()
+    assert f":{name}[3]" in str(jx), str(jx)   # printed as JAX prints it
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_round_trip_through_qjit(name):
+    dt = DT[name]
+    f = qjit(lambda x, s: (x, x[::-1], s), abstracted_axes=({0: "n"}, None))
+    for n in (0, 1, 5):
+        x = np.arange(n).astype(dt)
+        s = np.arange(1).astype(dt)[0]
+        a, b, c = f(x, s)
+        assert a.dtype == dt and b.dtype == dt and c.dtype == dt
+        np.testing.assert_array_equal(a.astype(np.float64) if name == "bf16" else a,
+                                      x.astype(np.float64) if name == "bf16" else x)
+        np.testing.assert_array_equal(np.ascontiguousarray(b).view(np.uint8),
+                                      np.ascontiguousarray(x[::-1]).view(np.uint8))
+        assert not np.shares_memory(a, x)
+    big = np.arange(3).astype(dt.newbyteorder(">")) if dt.itemsize > 1 and name != "bf16" else None
+    if big is not None:
+        np.testing.assert_array_equal(f(big, s)[0], np.arange(3).astype(dt))
+
+
+def _values(dt, n, seed):
+    rng = np.random.default_rng(seed)
+    if dt == np.bool_:
+        return rng.integers(0, 2, n).astype(bool)
+    if dt.kind in "iu":
+        info = np.iinfo(dt)
+        edge = np.array([info.min, info.max, 0, 1], dtype=dt)
+        body = rng.integers(info.min, info.max, n, dtype=dt, endpoint=True)
+        return np.concatenate([edge, body])[:n] if n >= 4 else body
+    specials = [np.nan, np.inf, -np.inf, -0.0, 0.0, 1.5]
+    base = np.concatenate([specials, rng.normal(size=n) * 10])[:n]
+    if dt.kind == "c":   # finite parts: XLA's complex special values differ (C99 Annex G)
+        base = np.nan_to_num(base, nan=0.5, posinf=2.0, neginf=-3.0)
+        return (base + 1j * base[::-1]).astype(dt)
+    return base.astype(dt)
+
+
+def _same(got, want, dt):
+    assert got.dtype == want.dtype, (got.dtype, want.dtype)
+    assert got.shape == want.shape
+    if want.dtype.kind in "biu":
+        np.testing.assert_array_equal(got, want)
+        return
+    out = want.dtype
+    tol = {2: 1e-2}.get(out.itemsize if out.kind != "c" else out.itemsize // 2, 1e-6)
+    np.testing.assert_allclose(got.astype(np.complex128), want.astype(np.complex128), rtol=tol, atol=tol,
+                               equal_nan=True)
+
+
+BINARY = {"add": (jnp.add, np.add), "subtract": (jnp.subtract, np.subtract),
+          "multiply": (jnp.multiply, np.multiply), "equal": (jnp.equal, np.equal),
+          "maximum": (jnp.maximum, np.maximum), "less": (jnp.less, np.less)}
+
+
+@pytest.mark.parametrize("op", sorted(BINARY))
+@given(seed=st.integers(0, 10_000), name=st.sampled_from(NAMES))
+@settings(max_examples=12, deadline=None)
+def test_binary_same_dtype_against_numpy(op, seed, name):
+    dt = DT[name]
+    f, np_f = BINARY[op]
+    if (op == "subtract" and name == "bool") or (op in ("maximum", "less") and dt.kind == "c"):
+        with pytest.raises(TypeError, match=f"{op if op != 'subtract' else 'sub'}|{dt.name}|bool|complex"):
+            make_jaxpr(f)(np.ones(2, dt), np.ones(2, dt))
+        return
+    compiled = qjit(f, abstracted_axes={0: "n"})
+    for n in (0, 1, 7):
+        x, y = _values(dt, n, seed), _values(dt, n, seed + 1)
+        with np.errstate(all="ignore"):
+            want = np_f(x.astype(np.float32) if name == "bf16" else x,
+                        y.astype(np.float32) if name == "bf16" else y)
+        if name == "bf16" and want.dtype.kind == "f":
+            want = want.astype(dt)
+        eager, comp = f(x, y), compiled(x, y)
+        _same(eager, want, dt)
+        _same(comp, want, dt)
+
+
+UNARY = {"negative": (jnp.negative, np.negative), "abs": (jnp.abs, np.abs), "sqrt": (jnp.sqrt, np.sqrt),
+         "exp": (jnp.exp, np.exp), "sin": (jnp.sin, np.sin), "sum": (jnp.sum, np.sum)}
+
+
+@pytest.mark.parametrize("op", sorted(UNARY))
+@pytest.mark.parametrize("name", ["i8", "u8", "i32", "f16", "f32", "f64", "c64", "c128"])
+def test_unary_against_numpy(op, name):
+    dt = DT[name]
+    f, np_f = UNARY[op]
+    compiled = qjit(f, abstracted_axes={0: "n"})
+    for n in (0, 1, 6):
+        x = _values(dt, n, 5)
+        if op in ("sqrt", "exp", "sin") and dt.kind in "iu":
+            want = np_f(x.astype(np.float64))   # integers are computed in float64 (JAX's rule)
+        elif op == "sum" and dt.kind in "iu":
+            want = np.sum(x)                     # numpy accumulates small ints in 64 bits
+        else:
+            with np.errstate(all="ignore"):
+                want = np_f(x)
+        want = np.asarray(want)
+        with np.errstate(all="ignore"):
+            _same(np.asarray(f(x)), want, dt)
+            _same(np.asarray(compiled(x)), want, dt)
+
+
+@pytest.mark.parametrize("src", NAMES)
+def test_astype_every_pair(src):
+    x = _values(DT[src], 6, 11)
+    for dst in NAMES:
+        dt = DT[dst]
+        got = qjit(lambda v: v.astype(dt), abstracted_axes={0: "n"})(x)
+        eager = jnp.astype(x, dt)
+        assert got.dtype == dt and eager.dtype == dt
+        _bits_equal(got, eager)   # eager and compiled agree bit for bit (any NaN equals any NaN)
+        finite_in_range = np.ones(x.shape, bool)
+        if DT[src].kind in "fcV" and dt.kind in "biu":
+            re = np.real(x).astype(np.float64)
+            finite_in_range = np.isfinite(re) if dt.kind == "b" else (
+                np.isfinite(re) & (re >= np.iinfo(dt).min) & (re <= np.iinfo(dt).max))
+        with np.errstate(all="ignore"):
+            import warnings
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                want = x.astype(dt) if not (DT[src].kind == "c" and dt.kind == "b") else (x != 0)
+        if dt.kind in "fcV":
+            np.testing.assert_allclose(got[finite_in_range].astype(np.complex128),
+                                       want[finite_in_range].astype(np.complex128), rtol=0, atol=0,
+                                       equal_nan=True)
+        else:
+            np.testing.assert_array_equal(got[finite_in_range], want[finite_in_range])
+
+
+def _bits_equal(a, b):
+    a, b = np.ascontiguousarray(a), np.ascontiguousarray(b)
+    assert a.dtype == b.dtype and a.shape == b.shape
+    if a.dtype.kind in "fcV":
+        wide = np.complex128 if a.dtype.kind == "c" else np.float64
+        na, nb = np.isnan(a.astype(wide)), np.isnan(b.astype(wide))
+        np.testing.assert_array_equal(na, nb)
+        a, b = a[~na], b[~nb]
+    np.testing.assert_array_equal(np.ascontiguousarray(a).view(np.uint8), np.ascontiguousarray(b).view(np.uint8))
+
+
+REFUSED = [  # (what, dtype): each a TypeError naming the operation and the dtype
+    (lambda x: x < x, "c64"), (lambda x: jnp.maximum(x, x), "c128"), (lambda x: jnp.sort(x), "c64"),
+    (lambda x: jnp.max(x), "c128"), (lambda x: jnp.argmax(x), "c64"), (lambda x: jnp.floor(x), "c64"),
+    (lambda x: x & x, "f32"), (lambda x: ~x, "f64"), (lambda x: x - x, "bool"),
+    (lambda x: x % x, "c128"), (lambda x: x // x, "c64"), (lambda x: dynjax.lax.atan2(x, x), "c128"),
+]
+
+
+@pytest.mark.parametrize("fn,name", REFUSED)
+def test_refused_operation_dtype_pairs(fn, name):
+    with pytest.raises(TypeError) as e:
+        make_jaxpr(fn)(np.ones(3, DT[name]))
+    msg = str(e.value)
+    assert DT[name].name in msg or name in msg, msg
+
+
+@pytest.mark.parametrize("dtype", [np.longdouble, "U3", object, "datetime64[s]"])
+def test_unsupported_dtypes_are_refused_not_converted(dtype):
+    with pytest.raises(TypeError, match="not supported|not understood"):
+        jnp.zeros(3, dtype)
+    with pytest.raises(TypeError):
+        qjit(lambda x: x)(np.zeros(3, dtype))
+
+
+def test_complex_functions():
+    z = np.array([1 + 2j, -3.5 + 0.5j, 0j, 2 - 1j])
+    f = qjit(lambda z: (jnp.real(z), jnp.imag(z), jnp.conj(z), jnp.angle(z), jnp.abs(z), jnp.exp(z),
+                        jnp.log(z + 1), jnp.sqrt(z), z @ z), abstracted_axes={0: "n"})
+    for zz in (z, z.astype(np.complex64)):
+        want = (zz.real, zz.imag, np.conj(zz), np.angle(zz), np.abs(zz), np.exp(zz), np.log(zz + 1),
+                np.sqrt(zz), zz @ zz)
+        for got, w in zip(f(zz), want):
+            assert got.dtype == w.dtype
+            np.testing.assert_allclose(got, w, rtol=1e-5)
+    assert qjit(lambda s: jnp.ones(s, complex))((3, 4)).dtype == np.complex128
+
+
+def test_shapes_given_as_arrays():
+    assert jnp.ones(np.array([2, 1, 3])).shape == (2, 1, 3)
+    assert jnp.zeros((np.int32(2), np.int64(3))).shape == (2, 3)
+    f = qjit(lambda s: jnp.ones(s) * 2)
+    np.testing.assert_array_equal(f(np.array([2, 3])), np.full((2, 3), 2.0))
+    np.testing.assert_array_equal(f(np.array([4, 1])), np.full((4, 1), 2.0))
+    g = qjit(lambda x, s: x.reshape(s), abstracted_axes=({0: "n"}, None))
+    np.testing.assert_array_equal(g(np.arange(6.0), np.array([2, 3])), np.arange(6.0).reshape(2, 3))
+
+
+def test_shaped_array_annotations_compile_ahead_of_time():
+    @qjit
+    def f(x: dynjax.ShapedArray([1, 3, 1], float)):
+        return x.sum() * 2
+    assert f.cache_info()["traces"] == 1 and "f64[1,3,1]" in str(f.jaxpr)
+    assert float(f(np.ones((1, 3, 1)))) == 6.0
+    assert f.cache_info()["traces"] == 1
