@@ -83,7 +83,7 @@ class JaxprTrace(Trace):
             if isinstance(d, Tracer) and d._trace is not self:
                 raise AssertionError("a dimension tracer belongs to another scope")
         if sym is None and _is_int_scalar(aval):
-            sym = Expr.symbol(Symbol(self._symbol_name()))   # a size known only at run time
+            sym = Expr.symbol(Symbol(self._symbol_name(), owner=self))   # known only at run time
         t = StagingTracer(self, aval, sym=sym)
         for d in aval.shape:
             if isinstance(d, Tracer):
@@ -106,14 +106,17 @@ class JaxprTrace(Trace):
         sym = getattr(d, "sym", None)
         if sym is not None:
             for s in single_symbols(sym):
-                s.assume_nonnegative()
+                # only for this scope's own symbols: a size used inside a loop body or branch
+                # (which may never run) says nothing about an enclosing scope's integer
+                if s.owner is self:
+                    s.assume_nonnegative()
 
     def new_arg(self, aval, name: Optional[str] = None, size: bool = False) -> StagingTracer:
         """A new input of this scope; an integer scalar is a fresh symbol (named ``name``,
         and known to be >= 0 when it is a ``size``)."""
         sym = None
         if _is_int_scalar(aval):
-            sym = Expr.symbol(Symbol(name or self._symbol_name(), lo=0 if size else -math.inf))
+            sym = Expr.symbol(Symbol(name or self._symbol_name(), lo=0 if size else -math.inf, owner=self))
         t = self._new_tracer(aval, sym)
         self.invars.append(self.atoms[id(t)])
         return t

@@ -31,12 +31,13 @@ _ids = itertools.count()
 
 class Symbol:
     """A size input of a scope: an opaque integer with bounds ``[lo, hi]``."""
-    __slots__ = ("name", "lo", "hi", "id")
+    __slots__ = ("name", "lo", "hi", "id", "owner")
 
-    def __init__(self, name: str, lo=-_INF, hi=_INF):
+    def __init__(self, name: str, lo=-_INF, hi=_INF, owner=None):
         self.name = name
         self.lo, self.hi = lo, hi
         self.id = next(_ids)
+        self.owner = owner   # the scope whose input (or run-time result) this is
 
     def assume_nonnegative(self):
         """Record that this integer is a size (used as a dimension): ``>= 0``."""
