@@ -63,6 +63,7 @@ def _unary_abstract(name, kinds, real_result=False):
 def _unary(name, fn, kinds="number", real_result=False):
     def impl(x):
         x = _arr(x)
+        check_kinds(name, kinds, aval(x))   # eager refuses what tracing refuses
         with np.errstate(all="ignore"):
             return _arr(fn(x), real_dtype(x.dtype) if real_result else x.dtype)
     return define(name, impl, _unary_abstract(name, kinds, real_result))
@@ -149,6 +150,7 @@ def _binary_abstract(name, kinds, out_bool=False):
 def _binary(name, fn, kinds="number", out_bool=False):
     def impl(x, y):
         x, y = _arr(x), _arr(y)
+        check_kinds(name, kinds, aval(x))   # eager refuses what tracing refuses
         with np.errstate(all="ignore"):
             out = fn(x, y)
         return _arr(out, bool_ if out_bool else x.dtype)
@@ -465,6 +467,7 @@ def _reduce_abstract(name, kinds="any"):
 def _reduce(name, fn, identity_ok=True, kinds="any"):
     def impl(x, *, axes):
         x = _arr(x)
+        check_kinds(name, kinds, aval(x))
         if not identity_ok and any(x.shape[ax] == 0 for ax in axes):
             # max/min of an empty axis: the identity of the monoid (XLA semantics).
             if is_float_dtype(x.dtype):
@@ -505,6 +508,7 @@ reduce_min_p = _reduce("reduce_min", _signed_zero_extremum(np.min, True), identi
 def _argminmax(name, fn):
     def impl(x, *, axes, index_dtype):
         x = _arr(x)
+        check_kinds(name, "ordered", aval(x))
         (ax,) = axes
         if x.shape[ax] == 0:
             raise ValueError(f"{name} of an empty axis")
@@ -542,6 +546,7 @@ cumsum_p = define("cumsum", _cumsum_impl, _cumsum_abstract)
 
 def _sort_impl(*operands, dimension, num_keys):
     ops = [_arr(o) for o in operands]
+    check_kinds("sort", "ordered", *[aval(o) for o in ops[:num_keys]])
     if ops[0].size == 0:
         return [o.copy() for o in ops]
     # numpy's float order (-0.0 == +0.0, NaNs last); bfloat16 (ml_dtypes) does not sort NaNs

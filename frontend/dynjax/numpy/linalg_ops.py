@@ -76,7 +76,9 @@ def inner(a, b):
 
 
 def vdot(a, b):
-    return dot(ravel(_as_array(a)), ravel(_as_array(b)))
+    """numpy's vdot: the dot product of the flattened arrays, conjugating the first."""
+    from .ufuncs import conjugate
+    return dot(conjugate(ravel(_as_array(a))), ravel(_as_array(b)))
 
 
 def convolve(a, v, mode="full"):

@@ -6,7 +6,7 @@ import builtins
 import numpy as np
 
 from .. import lax
-from ..core.avals import bool_, float64, int64, is_float_dtype, is_unsigned_dtype
+from ..core.avals import bool_, float64, int64, is_inexact_dtype, is_unsigned_dtype
 from ..core.trace import Tracer, typeof
 from ._promote import promote
 
@@ -111,7 +111,7 @@ def mean(x, axis=None, dtype=None, keepdims=False):
     x = _prep(x)
     a = typeof(x)
     axes = _axes(x, axis)
-    out_dtype = dtype if dtype is not None else (a.dtype if is_float_dtype(a.dtype) else float64)
+    out_dtype = dtype if dtype is not None else (a.dtype if is_inexact_dtype(a.dtype) else float64)
     s = sum(lax.convert_element_type(x, out_dtype) if typeof(x).dtype != out_dtype else x, axes,
             keepdims=keepdims)
     n = count(x, axes)

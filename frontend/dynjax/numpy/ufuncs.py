@@ -242,9 +242,9 @@ def angle(z, deg=False):
     if is_complex_dtype(dtype):
         re, im = lax.real(z), lax.imag(z)
     else:
-        re = z
-        im = lax.sub(z, z) if not isinstance(z, (int, float)) else 0.0
-        (re, im) = promote(re, im)
+        from .creation import zeros_like
+        (re,) = promote(z)
+        im = zeros_like(re)   # atan2(0, x): 0 or pi by the sign of x, also for infinities
     a = lax.atan2(im, re)
     return multiply(a, 180.0 / np.pi) if deg else a
 
