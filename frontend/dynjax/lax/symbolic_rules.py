@@ -55,22 +55,19 @@ def _positive_constant(e):
     return c if c is not None and c > 0 else None
 
 
-@_register(P.div_p)
-def _div(avals, x, y):
-    """Integer division truncates toward zero: ``floor`` when the dividend is >= 0."""
-    c = _positive_constant(y)
-    if c is None or not decide_ge(x, 0):
-        return None
-    return x.floordiv(c)
+def _by_positive_constant(method):
+    """Integer division truncates toward zero and the remainder takes the dividend's sign:
+    for a dividend >= 0 and a positive constant divisor they are ``floordiv`` and ``mod``."""
+    def rule(avals, x, y):
+        c = _positive_constant(y)
+        if c is None or not decide_ge(x, 0):
+            return None
+        return getattr(x, method)(c)
+    return rule
 
 
-@_register(P.rem_p)
-def _rem(avals, x, y):
-    """The remainder takes the dividend's sign: ``mod`` when the dividend is >= 0."""
-    c = _positive_constant(y)
-    if c is None or not decide_ge(x, 0):
-        return None
-    return x.mod(c)
+symbolic_rules[P.div_p] = _by_positive_constant("floordiv")
+symbolic_rules[P.rem_p] = _by_positive_constant("mod")
 
 
 @_register(P.convert_element_type_p)
