@@ -52,6 +52,7 @@ def test_printing():
     assert str(2 * n * m + n - 1) == "2*n*m + n - 1"
     assert str(maximum(n - 1, 0)) == "max(n - 1, 0)"
     assert str(n.floordiv(2)) == "floordiv(n, 2)"
+    assert str(minimum(m, n)) == "min(m, n)" and str(maximum(n, m)) == "max(n, m)"
 
 
 # --- the idioms, against numpy ---------------------------------------------------------------
@@ -123,7 +124,7 @@ def test_different_inputs_are_not_equal():
 
 def test_clamped_prefix_is_not_known_to_fit():
     # buf[:k] has min(m, k) elements: equal to k only when k <= m, which the tracer cannot know
-    with pytest.raises(TypeError, match="not known to be equal"):
+    with pytest.raises(TypeError, match=r"the sizes min\(n, m\) and n are not known to be equal"):
         make_jaxpr(lambda buf, y: buf[:y.shape[0]] + y, abstracted_axes=({0: "m"}, {0: "n"}))(
             np.ones(5), np.ones(3))
 

@@ -397,7 +397,30 @@ def _atom_str(a) -> str:
 
 
 def to_str(e: Expr) -> str:
-    """``2*n*m + n - 1``: the form error messages and ``str(aval)`` show."""
+    """``2*n*m + n - 1``: the form error messages and ``str(aval)`` show. ``a + max0(b - a)``
+    prints as ``max(a, b)`` and ``a - max0(a - b)`` as ``min(a, b)``."""
+    folded = _as_max_or_min(e)
+    if folded is not None:
+        return folded
+    return _poly_str(e)
+
+
+def _as_max_or_min(e: Expr) -> Optional[str]:
+    atoms = [(m, k) for m, k in e.terms if len(m) == 1 and m[0][1] == 1
+             and not isinstance(m[0][0], Symbol) and m[0][0][0] == "max0"]
+    if len(atoms) != 1 or atoms[0][1] not in (1, -1):
+        return None
+    (m, k), = atoms
+    rest = e - Expr({m: k})
+    d = m[0][0][1]
+    if rest.as_const() == 0:
+        return None   # plain max(d, 0)
+    if k == 1:        # rest + max(d, 0) == max(rest, rest + d)
+        return f"max({_poly_str(rest)}, {_poly_str(rest + d)})"
+    return f"min({_poly_str(rest)}, {_poly_str(rest - d)})"   # rest - max(d, 0)
+
+
+def _poly_str(e: Expr) -> str:
     if not e.terms:
         return "0"
     parts = []
