@@ -1,4 +1,13 @@
-"""pytest configuration: report the lit suite's counts next to pytest's own summary."""
+"""pytest configuration: report the lit suite's counts next to pytest's own summary; hypothesis
+profiles (``ci``, the default, draws the same examples on every run, so a red build is
+reproducible; ``HYPOTHESIS_PROFILE=explore`` draws new ones each time)."""
+import os
+
+from hypothesis import settings
+
+settings.register_profile("ci", derandomize=True, deadline=None, print_blob=True)
+settings.register_profile("explore", derandomize=False, deadline=None, print_blob=True)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 
 def pytest_terminal_summary(terminalreporter):
