@@ -22,3 +22,6 @@ __version__ = "0.1.0"
 
 from .control_flow.catalyst_api import cond, for_loop, while_loop  # noqa: E402,F401
 from .qjit import QJIT, qjit  # noqa: E402,F401  (the function shadows the submodule name)
+from .transforms.jvp import jvp  # noqa: E402,F401
+from .transforms.api import (float0, grad, hessian, jacfwd, jacobian, jacrev, linearize,  # noqa: E402,F401
+                             value_and_grad, vjp)

@@ -9,7 +9,11 @@ What a primitive *means* lives in one table per interpretation, keyed by primiti
 * ``symbolic_rules``       - integer scalar arithmetic on symbolic dimension expressions
   (``core/symbolic.py``; the rules are in ``lax/symbolic_rules.py``), so that equal sizes
   computed twice are recognized as one dim;
-* ``jvp_rules``, ``transpose_rules``, ``batching_rules`` - for future transformations.
+* ``jvp_rules``        - forward-mode differentiation (``transforms/jvp.py``);
+* ``partial_eval_rules`` - splitting a primitive whose operands are partly known when
+  linearizing (control flow; ``transforms/partial_eval.py``);
+* ``transpose_rules``  - reverse mode: transposing linear primitives (``transforms/transpose.py``);
+* ``batching_rules``   - for vmap.
 
 Adding a primitive is a checklist: create it, then register one rule in each table.
 
@@ -43,6 +47,7 @@ impl_rules: Dict[Primitive, Callable] = {}
 abstract_eval_rules: Dict[Primitive, Callable] = {}
 symbolic_rules: Dict[Primitive, Callable] = {}
 jvp_rules: Dict[Primitive, Callable] = {}
+partial_eval_rules: Dict[Primitive, Callable] = {}
 transpose_rules: Dict[Primitive, Callable] = {}
 batching_rules: Dict[Primitive, Callable] = {}
 

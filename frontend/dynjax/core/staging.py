@@ -188,13 +188,23 @@ class JaxprTrace(Trace):
         key = id(outer)
         if key in self._captured_ids:
             return self._captured_ids[key]
-        if self.parent is None:
-            from .trace import EscapedTracerError
-            raise EscapedTracerError(outer)
-        if outer._trace is not self.parent:
+        owner = outer._trace
+        if isinstance(owner, JaxprTrace):
+            if self.parent is None:
+                from .trace import EscapedTracerError
+                raise EscapedTracerError(outer)
+            if owner is not self.parent:
+                outer = self.parent.full_raise(outer)
+                if id(outer) in self._captured_ids:
+                    return self._captured_ids[id(outer)]
+        elif self.parent is not None and owner.level < self.parent.level:
+            # a value of a transformation (jvp) below the enclosing scope: captured there first
             outer = self.parent.full_raise(outer)
             if id(outer) in self._captured_ids:
                 return self._captured_ids[id(outer)]
+        # else: a value of a transformation between the enclosing scope and this one (a jvp
+        # tracer used in a program traced under it): captured here, so that binding the
+        # closed program with its constants hands the tracer back to its transformation
         if isinstance(outer, StagingTracer) and outer.literal is not None:
             inner = self.literal_tracer(outer.literal.val, outer.literal.aval)
         else:
