@@ -22,7 +22,7 @@ from ..core.pytree import tree_flatten, tree_unflatten
 from ..core.trace import Tracer, typeof
 from .jvp import Zero, _leaf_names, instantiate, jvp_flat
 from .partial_eval import linearize_flat
-from .transpose import backward_pass, zeros
+from .transpose import zeros
 
 #: The dtype of the cotangent of an integer or bool input (as JAX's ``float0``): no data.
 float0 = np.dtype([("float0", np.void, 0)])
@@ -145,7 +145,7 @@ def vjp(fun: Callable, *primals, has_aux: bool = False):
                                     f"{pa.str_short()}; it must have the output's shape and dtype")
             if nz:
                 cts.append(c)
-        in_cts = backward_pass(lin.jaxpr, lin.consts, cts)
+        in_cts = lin.transpose(cts)
         by_leaf = dict(zip(lin.diff, in_cts))
         out = []
         for i, x in enumerate(leaves):
@@ -344,7 +344,7 @@ def _jac_wrap(fun, argnums, has_aux, holomorphic, who, mode):
                     for q, (pp, nz) in enumerate(zip(primal_out, lin.nonzero)):
                         if nz:
                             cts.append(_basis(j, pa.shape, pa.dtype) if q == o else zeros(typeof(pp)))
-                    in_cts = backward_pass(lin.jaxpr, lin.consts, cts)
+                    in_cts = lin.transpose(cts)
                     flat_c = []
                     for k, x in enumerate(in_leaves):
                         c = in_cts[lin.diff.index(k)] if k in lin.diff else None

@@ -24,7 +24,7 @@ backwards (``vjp``). Tangent types carry the primal's dims: a tangent of ``f64[n
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, List, Sequence
+from typing import Any, Callable, Dict, List, Sequence
 
 from ..core.avals import is_inexact_dtype
 from ..core.expansion import deduce_input_type, parse_input_type, trace_nested
@@ -59,6 +59,14 @@ class Linearized:
         outs = iter(eval_jaxpr(self.jaxpr, [], *self.consts, *tangents))
         return [next(outs) if nz else Zero(typeof(p)) for p, nz in zip(self.primal_out, self.nonzero)]
 
+    def transpose(self, cts: Sequence[Any]) -> List[Any]:
+        """The cotangents of the differentiable primals (``None`` for zero ones) for the
+        cotangents of the non-zero outputs."""
+        from .transpose import UndefinedPrimal, backward_pass
+        nres = len(self.consts)
+        args = list(self.consts) + [UndefinedPrimal(v.aval) for v in self.jaxpr.invars[nres:]]
+        return backward_pass(self.jaxpr, args, cts)[nres:]
+
 
 def _enclosing_scope():
     t = current_trace()
@@ -88,15 +96,117 @@ def linearize_flat(fun: Callable, primals: Sequence[Any]) -> Linearized:
     jx = prog.jaxpr
     nc, nout = prog.nconsts, len(nonzero)
     known_in = list(prog.consts) + [primals[i] for i in diff]
-    tangent_vars = jx.invars[nc + k:]
-    lin_jaxpr, lin_consts, values = partial_eval(jx, known_in, [v.aval for v in tangent_vars],
-                                                 rows, jx.outvars[nout:])
+    lin_jaxpr, lin_consts, values = partial_eval(jx, known_in, rows, jx.outvars[nout:])
     primal_out = [values(v) for v in jx.outvars[:nout]]
     return Linearized(primal_out, out_tree, diff, nonzero, lin_jaxpr, lin_consts)
 
 
-def partial_eval(jaxpr: Jaxpr, known_in: Sequence[Any], _unknown_avals, unknown_in_type,
-                 unknown_outvars: Sequence[Any]):
+#: For primitives with nested programs (control flow): ``rule(eqn, in_flags) -> out_flags``,
+#: which results depend on the flagged operands, more precisely than "all of them".
+dependence_rules: Dict[Any, Callable] = {}
+
+
+def dependence(jaxpr: Jaxpr, flags: Sequence[bool]) -> List[bool]:
+    """Which outputs of ``jaxpr`` may depend on the inputs flagged (a conservative forward
+    data-flow pass: an equation's results depend if any operand does; integer and bool
+    results never carry a tangent)."""
+    dep = {id(v) for v, f in zip(jaxpr.invars, flags) if f}
+    for eqn in jaxpr.eqns:
+        in_flags = [isinstance(a, Var) and id(a) in dep for a in eqn.invars]
+        if not any(in_flags):
+            continue
+        rule = dependence_rules.get(eqn.primitive)
+        out_flags = rule(eqn, in_flags) if rule is not None else [True] * len(eqn.outvars)
+        dep.update(id(v) for v, f in zip(eqn.outvars, out_flags) if f and is_inexact_dtype(v.aval.dtype))
+    return [isinstance(v, Var) and id(v) in dep for v in jaxpr.outvars]
+
+
+class _Split:
+    """Step 1 of partial evaluation over one jaxpr: the known values, the unknown variables
+    and the equations left to stage (with their control-flow staging closures)."""
+
+    def __init__(self, jaxpr: Jaxpr, values: Sequence[Any], flags: Sequence[bool]):
+        self.jaxpr = jaxpr
+        self.env = {}
+        self.unknown = set()
+        for v, x, f in zip(jaxpr.invars, values, flags):
+            if f:
+                self.unknown.add(id(v))
+            else:
+                self.env[id(v)] = x
+        self.deferred = []
+        for eqn in jaxpr.eqns:
+            flags_ = [self.is_unknown(a) for a in eqn.invars]
+            if not any(flags_):
+                self._store(eqn.outvars, self._bind(eqn, [self.read(a) for a in eqn.invars]))
+                continue
+            rule = partial_eval_rules.get(eqn.primitive)
+            if rule is None:
+                self.deferred.append((eqn, None))
+                self.unknown.update(id(v) for v in eqn.outvars)
+                continue
+            known_outs, stage = rule(eqn, [None if f else self.read(a) for a, f in zip(eqn.invars, flags_)],
+                                     flags_)
+            for v, x in zip(eqn.outvars, known_outs):
+                if x is None:
+                    self.unknown.add(id(v))
+                else:
+                    self.env[id(v)] = x
+            self.deferred.append((eqn, stage))
+
+    def is_unknown(self, a) -> bool:
+        return isinstance(a, Var) and id(a) in self.unknown
+
+    def read(self, a):
+        return a.val if isinstance(a, Literal) else self.env[id(a)]
+
+    def get(self, a):
+        """The value of ``a`` if it has one yet, else None."""
+        if isinstance(a, Literal):
+            return a.val
+        return self.env.get(id(a))
+
+    @staticmethod
+    def _bind(eqn, vals):
+        outs = eqn.primitive.bind(*vals, **eqn.params)
+        return outs if eqn.primitive.multiple_results else [outs]
+
+    def _store(self, outvars, outs):
+        for v, x in zip(outvars, outs):
+            if x is not None:
+                self.env[id(v)] = x
+
+    def known_outputs(self) -> List[Any]:
+        return [None if self.is_unknown(v) else self.read(v) for v in self.jaxpr.outvars]
+
+    def stage(self, unknown_values: Sequence[Any]) -> List[Any]:
+        """Step 2, in the current scope: give the unknown inputs their values and evaluate the
+        deferred equations. Returns every output."""
+        for v, x in zip([v for v in self.jaxpr.invars if id(v) in self.unknown], unknown_values):
+            self.env[id(v)] = x
+        for eqn, stage in self.deferred:
+            if stage is None:
+                self._store(eqn.outvars, self._bind(eqn, [self.read(a) for a in eqn.invars]))
+            else:
+                self._store(eqn.outvars, stage([self.get(a) for a in eqn.invars]))
+        return [self.read(v) for v in self.jaxpr.outvars]
+
+
+def eval_known(jaxpr: Jaxpr, values: Sequence[Any], flags: Sequence[bool]) -> List[Any]:
+    """The outputs of ``jaxpr`` that do not depend on the flagged (unknown) inputs, evaluated
+    now (``None`` for the others). Control-flow equations evaluate their known part."""
+    return _Split(jaxpr, values, flags).known_outputs()
+
+
+def eval_split(jaxpr: Jaxpr, values: Sequence[Any], flags: Sequence[bool]) -> List[Any]:
+    """Evaluate ``jaxpr`` in the current scope with control-flow equations split into their
+    known and unknown parts (as linearizing does): used for the body of a loop whose linear
+    part is being staged, so nested loops are split too."""
+    split = _Split(jaxpr, values, flags)
+    return split.stage([x for x, f in zip(values, flags) if f])
+
+
+def partial_eval(jaxpr: Jaxpr, known_in: Sequence[Any], unknown_in_type, unknown_outvars: Sequence[Any]):
     """Partially evaluate ``jaxpr``: its first ``len(known_in)`` inputs are known (values of
     the caller's interpreter), the rest unknown with input type ``unknown_in_type``.
 
@@ -104,68 +214,20 @@ def partial_eval(jaxpr: Jaxpr, known_in: Sequence[Any], _unknown_avals, unknown_
     from the residuals (its leading inputs) and the unknown inputs, the residual values, and
     ``known(var)`` giving the value of a known variable of ``jaxpr``.
     """
-    env = {}
-    unknown = set()
-
-    def read(a):
-        return a.val if isinstance(a, Literal) else env[id(a)]
-
     nk = len(known_in)
-    for v, x in zip(jaxpr.invars[:nk], known_in):
-        env[id(v)] = x
-    for v in jaxpr.invars[nk:]:
-        unknown.add(id(v))
-
-    def is_unknown(a):
-        return isinstance(a, Var) and id(a) in unknown
-
-    # Step 1: evaluate what is known; remember how to stage the rest.
-    deferred = []
-    for eqn in jaxpr.eqns:
-        flags = [is_unknown(a) for a in eqn.invars]
-        if not any(flags):
-            outs = eqn.primitive.bind(*[read(a) for a in eqn.invars], **eqn.params)
-            outs = outs if eqn.primitive.multiple_results else [outs]
-            for v, x in zip(eqn.outvars, outs):
-                env[id(v)] = x
-            continue
-        rule = partial_eval_rules.get(eqn.primitive)
-        if rule is None:
-            deferred.append((eqn, None))
-            unknown.update(id(v) for v in eqn.outvars)
-            continue
-        known_vals = [None if f else read(a) for a, f in zip(eqn.invars, flags)]
-        known_outs, stage = rule(eqn, known_vals, flags)
-        for v, x in zip(eqn.outvars, known_outs):
-            if x is None:
-                unknown.add(id(v))
-            else:
-                env[id(v)] = x
-        deferred.append((eqn, stage))
-
-    # Step 2: stage the unknown equations into the linear program.
+    flags = [False] * nk + [True] * (len(jaxpr.invars) - nk)
+    split = _Split(jaxpr, list(known_in) + [None] * (len(jaxpr.invars) - nk), flags)
+    known_env = dict(split.env)
     with new_jaxpr_trace(_enclosing_scope()) as scope:
         in_tracers = parse_input_type(scope, unknown_in_type)
-        for v, t in zip(jaxpr.invars[nk:], in_tracers):
-            env[id(v)] = t
-        for eqn, stage in deferred:
-            vals = [read(a) for a in eqn.invars] if stage is None else \
-                [read(a) if not is_unknown(a) or id(a) in env else None for a in eqn.invars]
-            if stage is None:
-                outs = eqn.primitive.bind(*vals, **eqn.params)
-                outs = outs if eqn.primitive.multiple_results else [outs]
-                pairs = zip(eqn.outvars, outs)
-            else:
-                pairs = [(v, x) for v, x in zip(eqn.outvars, stage(vals)) if x is not None]
-            for v, x in pairs:
-                env[id(v)] = x
-        outs = [scope.full_raise(read(v)) for v in unknown_outvars]
+        split.stage(in_tracers)
+        outs = [scope.full_raise(split.read(v)) for v in unknown_outvars]
         lin_jaxpr, residuals = scope.close(in_tracers, outs)
-    for v in unknown:
-        env.pop(v, None)
 
     def known(v):
-        if is_unknown(v):
+        if isinstance(v, Literal):
+            return v.val
+        if id(v) not in known_env:
             raise AssertionError("a primal output depends on a tangent")
-        return read(v)
+        return known_env[id(v)]
     return lin_jaxpr, residuals, known

@@ -59,17 +59,18 @@ def add_cotangents(a, b):
     return P.add_p.bind(a, b)
 
 
-def backward_pass(jaxpr: Jaxpr, consts: Sequence[Any], cts: Sequence[Any]) -> List[Any]:
-    """Cotangents of the linear inputs of ``jaxpr`` (those after ``len(consts)`` leading
-    non-linear ones) for the output cotangents ``cts`` (``None`` = zero). Returns ``None``
-    for a linear input whose cotangent is zero."""
+def backward_pass(jaxpr: Jaxpr, args: Sequence[Any], cts: Sequence[Any]) -> List[Any]:
+    """Transpose ``jaxpr`` with respect to its linear inputs: ``args`` holds a value for each
+    non-linear input and an ``UndefinedPrimal`` for each linear one; ``cts`` the cotangents
+    of the outputs (``None`` = zero). Returns one cotangent per input: ``None`` for the
+    non-linear inputs and for zero cotangents."""
     env = {}
     linear = set()
-    nc = len(consts)
-    for v, x in zip(jaxpr.invars[:nc], consts):
-        env[id(v)] = x
-    for v in jaxpr.invars[nc:]:
-        linear.add(id(v))
+    for v, x in zip(jaxpr.invars, args):
+        if is_undefined(x):
+            linear.add(id(v))
+        else:
+            env[id(v)] = x
 
     def read(a):
         return a.val if isinstance(a, Literal) else env[id(a)]
@@ -115,7 +116,7 @@ def backward_pass(jaxpr: Jaxpr, consts: Sequence[Any], cts: Sequence[Any]) -> Li
                                  f"{len(in_cts)} cotangents for {len(operands)} operands")
         for a, c in zip(eqn.invars, in_cts):
             put(a, c)
-    return [ct_env.get(id(v)) for v in jaxpr.invars[nc:]]
+    return [ct_env.get(id(v)) if id(v) in linear else None for v in jaxpr.invars]
 
 
 # ----------------------------------------------------------------------------------------------
