@@ -499,28 +499,6 @@ def test_argument_errors():
         f(x, x)
 
 
-def test_control_flow_is_not_supported_yet():
-    def loop(x):
-        @dynjax.for_loop(0, 3, 1)
-        def body(i, a):
-            return a * 2.0
-        return body(x)
-    with pytest.raises(NotImplementedError, match="'for_loop'"):
-        jvp(loop, (np.ones(2),), (np.ones(2),))
-    with pytest.raises(NotImplementedError, match="'for_loop'"):
-        dynjax.qjit(lambda x, t: jvp(loop, (x,), (t,)))(np.ones(2), np.ones(2))
-    def closure(x):
-        @dynjax.for_loop(0, 3, 1)
-        def body(i, a):
-            return a * x
-        return body(jnp.ones(2))
-    with pytest.raises(TypeError) as info:
-        jvp(closure, (np.ones(2),), (np.ones(2),))
-    assert "control flow is not supported yet" in "".join(getattr(info.value, "__notes__", ["control flow is not supported yet"]))
-    with pytest.raises(NotImplementedError, match="'cond'"):
-        jvp(lambda x: dynjax.lax.cond(True, lambda a: a, lambda a: -a, x), (np.ones(2),), (np.ones(2),))
-
-
 # ----------------------------------------------------------------------------------------------
 # The catalogue
 # ----------------------------------------------------------------------------------------------

@@ -741,9 +741,15 @@ def _concat_abstract_entry(*operands, dimension, num_operands):
     xs = operands[:num_operands]
     avs = [aval(x) for x in xs]
     if all(isinstance(a.shape[dimension], int) for a in avs if 0 <= dimension < a.ndim):
-        if len(operands) != num_operands:
-            raise TypeError("concatenate of static sizes takes no size operand")
-        return _concatenate_abstract(*xs, dimension=dimension)
+        out = _concatenate_abstract(*xs, dimension=dimension)
+        # a size operand is allowed when the sizes became static (a program traced with
+        # dynamic sizes, re-evaluated at static ones); it must then agree
+        for s in operands[num_operands:]:
+            d = as_dim(s)
+            if isinstance(d, int) and d != out.shape[dimension]:
+                raise TypeError(f"concatenate: the size operand {d} differs from the operands' "
+                                f"total size {out.shape[dimension]}")
+        return out
     size_ops = operands[num_operands:]
     check_dim_operands("concatenate", size_ops)
     if len(size_ops) != 1:

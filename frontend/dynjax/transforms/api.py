@@ -267,22 +267,21 @@ def _basis(i, shape, dtype):
     from .. import numpy as jnp
     n = _size(shape)
     e = jnp.equal(lax.iota(np.int64, n), i).astype(dtype)
-    return lax.reshape(e, shape) if tuple(shape) != (n,) else e
+    return e if len(shape) == 1 else lax.reshape(e, shape)
 
 
-def _stack_columns(fill, n, col_shape, dtype, last=True):
-    """An array ``col_shape + (n,)`` whose column i is ``fill(i)`` (a ``for_loop`` over i)."""
-    from ..control_flow.binders import bind_for_loop
+def _stack_columns(fill, n, col_shape, dtype):
+    """An array ``col_shape + (n,)`` whose column i is ``fill(i)``: a ``scan`` over i that
+    stacks the columns (its lowering handles n = 0, where a column would not fit)."""
+    from ..control_flow.binders import bind_scan
     from ..lax import api as lax
-    from ..core.avals import make_aval
-    m = _size(col_shape)
-    buf = zeros(make_aval((m, n), dtype))
 
-    def body(i, acc):
-        col = lax.reshape(fill(i), (m, 1))
-        return lax.dynamic_update_slice(acc, col.astype(dtype) if typeof(col).dtype != dtype else col,
-                                        (np.int64(0), i))
-    return bind_for_loop(body, 0, n, 1, buf, True)
+    def body(i, _):
+        col = fill(i)
+        col = col if typeof(col).dtype == dtype else lax.convert_element_type(col, dtype)
+        return i + 1, col
+    _, rows = bind_scan(body, np.int64(0), (), n, False)
+    return lax.transpose(rows, (1, 0))
 
 
 def _jac_wrap(fun, argnums, has_aux, holomorphic, who, mode):

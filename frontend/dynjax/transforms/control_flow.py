@@ -26,7 +26,8 @@ from typing import Any, List, Sequence
 from .. import numpy as jnp
 from ..control_flow.binders import bind_cond, bind_for_loop, bind_scan, bind_while_loop
 from ..control_flow.primitives import cond_p, for_loop_p, scan_p, while_loop_p
-from ..core.avals import is_inexact_dtype
+from ..core.avals import is_inexact_dtype, same_dim
+from ..lax import api as lax_api
 from ..core.interpret import eval_jaxpr
 from ..core.jaxpr import Jaxpr, Var
 from ..core.primitive import jvp_rules, partial_eval_rules, transpose_rules
@@ -71,6 +72,19 @@ def _dim_positions(dim_vars: Sequence[Var], avals_of: Sequence[Any]):
     return where
 
 
+def _like(t, x):
+    """The tangent ``t`` with the dims of its primal ``x``. A loop that lets carried sizes
+    change (``allow_array_resizing``) gives each carried array its own size variables, so a
+    primal and its tangent carry different (but always equal) sizes; the reshape states that
+    they are equal (a no-op at run time) so the tangent can be used with the primal."""
+    if t is None:
+        return None
+    ta, xa = typeof(t), typeof(x)
+    if all(same_dim(a, b) for a, b in zip(ta.shape, xa.shape)):
+        return t
+    return lax_api.reshape(t, xa.shape)
+
+
 def _dims_from(values, positions):
     return [typeof(values[k]).shape[ax] for k, ax in positions]
 
@@ -107,6 +121,7 @@ def _for_loop_jvp(primals, tangents, *, body_jaxpr, body_nconsts, nimplicit, app
 
     def body(i, carry):
         x, t = carry
+        t = [_like(tt, xx) for tt, xx in zip(t, x)]
         dims = _dims_from(x, dims_at)
         p_out, t_out = jvp_flat(lambda *a: eval_jaxpr(body_jaxpr, [], *a[:nc], i, *dims, *a[nc:])[ni:],
                                 list(consts) + list(x),
@@ -114,6 +129,7 @@ def _for_loop_jvp(primals, tangents, *, body_jaxpr, body_nconsts, nimplicit, app
         return list(p_out), [instantiate(tt) if nz else None for tt, nz in zip(t_out, x_nz)]
 
     x_out, t_out = bind_for_loop(body, lower, upper, step, (list(xs), init_t), preserve_dimensions)
+    t_out = [_like(tt, xx) for tt, xx in zip(t_out, x_out)]
     dims = _dims_from(x_out, dims_at)
     return dims + list(x_out), [Zero(typeof(d)) for d in dims] + [
         tt if nz else Zero(typeof(xx)) for tt, nz, xx in zip(t_out, x_nz, x_out)]
@@ -136,6 +152,7 @@ def _while_loop_jvp(primals, tangents, *, cond_jaxpr, body_jaxpr, cond_nconsts, 
 
     def body(carry):
         x, t = carry
+        t = [_like(tt, xx) for tt, xx in zip(t, x)]
         dims = _dims_from(x, dims_at)
         p_out, t_out = jvp_flat(lambda *a: eval_jaxpr(body_jaxpr, [], *a[:bc], *dims, *a[bc:])[ni:],
                                 list(bconsts) + list(x),
@@ -143,6 +160,7 @@ def _while_loop_jvp(primals, tangents, *, cond_jaxpr, body_jaxpr, cond_nconsts, 
         return list(p_out), [instantiate(tt) if nz else None for tt, nz in zip(t_out, x_nz)]
 
     x_out, t_out = bind_while_loop(cond_fun, body, (list(xs), init_t), preserve_dimensions)
+    t_out = [_like(tt, xx) for tt, xx in zip(t_out, x_out)]
     dims = _dims_from(x_out, dims_at)
     return dims + list(x_out), [Zero(typeof(d)) for d in dims] + [
         tt if nz else Zero(typeof(xx)) for tt, nz, xx in zip(t_out, x_nz, x_out)]
@@ -166,6 +184,7 @@ def _scan_jvp(primals, tangents, *, jaxpr, num_consts, num_carry, nimplicit, rev
 
     def body(carry, x_slices):
         x, t = carry
+        t = [_like(tt, xx) for tt, xx in zip(t, x)]
         sl, sl_t = x_slices
         dims = _dims_from(x, dims_at)
         sl_t_full = iter(sl_t)
@@ -183,6 +202,7 @@ def _scan_jvp(primals, tangents, *, jaxpr, num_consts, num_carry, nimplicit, rev
     (x_out, t_out), (ys, ys_t) = bind_scan(body, (list(carries), init_t),
                                            (list(xs), [t for t, nz in zip(xs_t, xs_nz) if nz]),
                                            length, reverse, preserve_dimensions)
+    t_out = [_like(tt, xx) for tt, xx in zip(t_out, x_out)]
     dims = _dims_from(x_out, dims_at)
     ys_t = iter(ys_t)
     return (dims + list(x_out) + list(ys),
