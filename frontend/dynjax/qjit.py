@@ -49,6 +49,11 @@ _NUMPY_SCALARS = frozenset({np.float16, np.float32, np.float64, np.bool_}) | _NU
 _NO_FAST = object()   # an argument kind the fast path does not handle (never in a registered key)
 
 
+def _has_tracer(tree) -> bool:
+    from .core.trace import Tracer
+    return any(isinstance(x, Tracer) for x in pytree.tree_flatten(tree)[0])
+
+
 def _fast_leaf_key(a):
     """How one positional argument enters the dispatch key of the fast path.
 
@@ -232,8 +237,10 @@ class QJIT:
             raise user_error(e)
 
     def _call(self, *args, **kwargs):
-        if is_tracing():
-            return self.fun(*args, **kwargs)   # nested qjit: inline into the caller's trace
+        if is_tracing() or _has_tracer((args, kwargs)):
+            # nested qjit, or called by a transformation (grad(qjit(f))): run the function
+            # itself under the caller's interpreters (inlined into its trace)
+            return self.fun(*args, **kwargs)
         self._check_call(args, kwargs)
         args, kwargs = self._bind_kwargs(args, kwargs)
         self.calls += 1

@@ -33,7 +33,7 @@ from ..core.jaxpr import Jaxpr, Var
 from ..core.primitive import jvp_rules, partial_eval_rules, transpose_rules
 from ..core.trace import typeof
 from .jvp import Zero, instantiate, jvp_flat
-from .partial_eval import dependence, dependence_rules, eval_known, eval_split
+from .partial_eval import dependence, dependence_rules, eval_known, eval_split, live_inputs
 from .transpose import UndefinedPrimal, backward_pass, is_undefined, zeros
 
 
@@ -275,11 +275,17 @@ def _for_loop_pe(eqn, known, flags):
     body_flags = list(c_unk) + [False] * (1 + ni) + list(x_unk)
     length = _trip_count(lower, upper, step)
 
+    # what the linear part of an iteration reads: the index, and the known carries it uses
+    live = live_inputs(body, [False] * ni + list(x_unk))
+    i_live = live[nc]
+    xk_live = [lv for lv, u in zip(live[nc + 1 + ni:], x_unk) if not u]
+
     def known_body(carry, _):
         i, xk = carry
         outs = eval_known(body, list(consts_k) + [i] + list(dims) + _merge(x_unk, xk, [None] * sum(x_unk)),
                           body_flags)[ni:]
-        return (jnp.add(i, step), [o for o, u in zip(outs, x_unk) if not u]), (i, list(xk))
+        kept = [x for x, lv in zip(xk, xk_live) if lv]
+        return (jnp.add(i, step), [o for o, u in zip(outs, x_unk) if not u]), ([i] if i_live else [], kept)
 
     (_, xk_final), (i_stack, xk_stack) = bind_scan(known_body, (jnp.asarray(lower), xk0), (), length, False)
     known_outs = list(dims) + _merge(x_unk, xk_final, [None] * sum(x_unk))
@@ -289,8 +295,11 @@ def _for_loop_pe(eqn, known, flags):
         xu0 = [v if v is not None else known_v for v, known_v, u in zip(vals[nc + 4 + ni:], x0, x_unk) if u]
 
         def unknown_body(xu, slices):
-            i, xk = slices
-            outs = eval_split(body, list(consts) + [i] + list(dims) + _merge(x_unk, xk, xu), body_flags)[ni:]
+            i, kept = slices
+            kept = iter(kept)
+            xk = [next(kept) if lv else None for lv in xk_live]
+            outs = eval_split(body, list(consts) + [i[0] if i_live else None] + list(dims)
+                              + _merge(x_unk, xk, xu), body_flags)[ni:]
             return [o for o, u in zip(outs, x_unk) if u], ()
 
         xu_final, _ = bind_scan(unknown_body, xu0, (i_stack, xk_stack), length, False)
@@ -312,12 +321,15 @@ def _scan_pe(eqn, known, flags):
     xs_k = [x for x, u in zip(xs, xs_unk) if not u]
     body_flags = list(c_unk) + [False] * ni + list(x_unk) + list(xs_unk)
 
+    live = live_inputs(body, [False] * ni + list(x_unk) + list(y_unk))
+    xk_live = [lv for lv, u in zip(live[nc + ni:nc + ni + nx], x_unk) if not u]
+
     def known_body(xk, sl):
         outs = eval_known(body, list(consts_k) + list(dims) + _merge(x_unk, xk, [None] * sum(x_unk))
                           + _merge(xs_unk, sl, [None] * sum(xs_unk)), body_flags)[ni:]
         new_xk = [o for o, u in zip(outs[:nx], x_unk) if not u]
         ys_k = [o for o, u in zip(outs[nx:], y_unk) if not u]
-        return new_xk, (ys_k, list(xk))
+        return new_xk, (ys_k, [x for x, lv in zip(xk, xk_live) if lv])
 
     xk_final, (ys_k, xk_stack) = bind_scan(known_body, xk0, xs_k, length, reverse)
     known_outs = list(dims) + _merge(x_unk, xk_final, [None] * sum(x_unk)) + \
@@ -330,7 +342,9 @@ def _scan_pe(eqn, known, flags):
         xs_all = [v if v is not None else known_v for v, known_v in zip(vals[nc + 1 + ncarry:], xs)]
 
         def unknown_body(xu, slices):
-            xk, sl = slices
+            kept, sl = slices
+            kept = iter(kept)
+            xk = [next(kept) if lv else None for lv in xk_live]
             outs = eval_split(body, list(consts) + list(dims) + _merge(x_unk, xk, xu) + list(sl), body_flags)[ni:]
             return [o for o, u in zip(outs[:nx], x_unk) if u], [o for o, u in zip(outs[nx:], y_unk) if u]
 

@@ -138,7 +138,10 @@ class _Split:
         for eqn in jaxpr.eqns:
             flags_ = [self.is_unknown(a) for a in eqn.invars]
             if not any(flags_):
-                self._store(eqn.outvars, self._bind(eqn, [self.read(a) for a in eqn.invars]))
+                vals = [self.get(a) for a in eqn.invars]
+                if any(x is None for x in vals):
+                    continue   # uses an input left out because nothing needed it: not needed either
+                self._store(eqn.outvars, self._bind(eqn, vals))
                 continue
             rule = partial_eval_rules.get(eqn.primitive)
             if rule is None:
@@ -189,7 +192,29 @@ class _Split:
                 self._store(eqn.outvars, self._bind(eqn, [self.read(a) for a in eqn.invars]))
             else:
                 self._store(eqn.outvars, stage([self.get(a) for a in eqn.invars]))
-        return [self.read(v) for v in self.jaxpr.outvars]
+        return [self.get(v) for v in self.jaxpr.outvars]   # None: a known output nothing needed
+
+
+def live_inputs(jaxpr: Jaxpr, wanted: Sequence[bool]) -> List[bool]:
+    """Which inputs of ``jaxpr`` the ``wanted`` outputs use (directly, through equations, or
+    in a type)."""
+    live = set()
+
+    def use(a):
+        if isinstance(a, Var) and id(a) not in live:
+            live.add(id(a))
+            for d in a.aval.shape:
+                use(d)
+    for v, w in zip(jaxpr.outvars, wanted):
+        if w:
+            use(v)
+    for eqn in reversed(jaxpr.eqns):
+        if any(id(v) in live for v in eqn.outvars):
+            for a in eqn.invars:
+                use(a)
+            for v in eqn.outvars:
+                use(v)
+    return [id(v) in live for v in jaxpr.invars]
 
 
 def eval_known(jaxpr: Jaxpr, values: Sequence[Any], flags: Sequence[bool]) -> List[Any]:
