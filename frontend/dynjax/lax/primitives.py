@@ -422,7 +422,7 @@ def _transpose_abstract(x, *, permutation):
     return result_aval(tuple(a.shape[p] for p in permutation), a.dtype, a.weak_type)
 
 
-transpose_p = define("transpose", lambda x, *, permutation: np.ascontiguousarray(np.transpose(_arr(x), permutation)),
+transpose_p = define("transpose", lambda x, *, permutation: np.array(np.transpose(_arr(x), permutation), order="C"),
                      _transpose_abstract)
 
 

@@ -69,26 +69,13 @@ def _linearize(fun, primals, has_aux, who):
     leaves, tree = tree_flatten(tuple(primals))
     for x, name in zip(leaves, _leaf_names(tree, "primals")):
         _aval(x, who, name)
-    aux_box = []
 
     def flat(*xs):
         out = fun(*tree_unflatten(tree, xs))
-        out, aux = _split_aux(out, has_aux, who)
-        aux_box.append(aux)
-        return out
+        return _split_aux(out, has_aux, who) if has_aux else out
 
-    lin = linearize_flat(flat, leaves)
-    aux = aux_box[0] if has_aux else None
-    if has_aux:
-        aux = _strip(aux)
-    return lin, leaves, tree, aux
-
-
-def _strip(aux):
-    """aux values may not carry a transformation's tracer out (they are not differentiated)."""
-    from .jvp import JVPTracer
-    leaves, tree = tree_flatten(aux)
-    return tree_unflatten(tree, [x.primal if isinstance(x, JVPTracer) else x for x in leaves])
+    lin = linearize_flat(flat, leaves, has_aux)
+    return lin, leaves, tree, lin.aux
 
 
 @api_boundary
@@ -331,7 +318,11 @@ def _jac_wrap(fun, argnums, has_aux, holomorphic, who, mode):
                     row.append(_block(cols[k], primal_out, o, typeof(p).shape, typeof(x).shape, rows_are_out=True))
                 blocks.append(row)
         else:
-            lin = linearize_flat(flat, in_leaves)
+            def flat_pair(*xs):
+                out = flat(*xs)
+                return (out, aux_box.pop()) if has_aux else out
+            lin = linearize_flat(flat_pair, in_leaves, has_aux)
+            aux_box[:] = [lin.aux]
             primal_out, out_tree = lin.primal_out, lin.out_tree
             blocks = [[None] * len(in_leaves) for _ in primal_out]
             for o, p in enumerate(primal_out):
@@ -358,7 +349,7 @@ def _jac_wrap(fun, argnums, has_aux, holomorphic, who, mode):
         rows = [tree_unflatten(in_tree, row) for row in blocks]
         result = tree_unflatten(out_tree, [r[0] if single else r for r in rows])
         if has_aux:
-            return result, _strip(aux_box[0])
+            return result, aux_box[0]
         return result
     jac_f.__name__ = f"{who}({getattr(fun, '__name__', 'f')})"
     return jac_f

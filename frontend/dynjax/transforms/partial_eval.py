@@ -32,6 +32,7 @@ from ..core.jaxpr import Jaxpr, Literal, Var
 from ..core.primitive import partial_eval_rules
 from ..core.staging import JaxprTrace, new_jaxpr_trace
 from ..core.trace import current_trace, typeof
+from ..core.pytree import tree_flatten, tree_unflatten
 from .jvp import Zero, jvp_flat
 
 
@@ -51,6 +52,7 @@ class Linearized:
     nonzero: List[bool]
     jaxpr: Jaxpr
     consts: List[Any]
+    aux: Any = None
 
     def apply(self, tangents: Sequence[Any]) -> List[Any]:
         """The output tangents (``Zero`` for the identically-zero ones) for the tangents of
@@ -73,32 +75,50 @@ def _enclosing_scope():
     return t if isinstance(t, JaxprTrace) else None
 
 
-def linearize_flat(fun: Callable, primals: Sequence[Any]) -> Linearized:
+def linearize_flat(fun: Callable, primals: Sequence[Any], has_aux: bool = False) -> Linearized:
     """Linearize ``fun`` (taking the flat ``primals``, returning a pytree) at ``primals``.
-    Integer and bool primals are not differentiated (the function closes over them)."""
+    Integer and bool primals are not differentiated (the function closes over them). With
+    ``has_aux``, ``fun`` returns ``(output, aux)``; ``aux`` is not differentiated and is
+    returned as ``Linearized.aux``."""
+    from .jvp import JVPTracer
     primals = list(primals)
     diff = [i for i, p in enumerate(primals) if is_inexact_dtype(typeof(p).dtype)]
     _, _, rows = deduce_input_type([primals[i] for i in diff], lambda k, ax, d: False)
     k = len(diff)
     box: list = []
+    aux_box: list = []
+
+    def with_aux(*xs):
+        out = fun(*xs)
+        if not has_aux:
+            return out
+        out, aux = out
+        leaves, tree = tree_flatten(aux)
+        aux_box.append((tree, [x.primal if isinstance(x, JVPTracer) else x for x in leaves]))
+        return out
 
     def jvp_fun(*args):
         full = list(primals)
         tangents = [Zero(typeof(p)) for p in primals]
         for j, i in enumerate(diff):
             full[i], tangents[i] = args[j], args[k + j]
-        p_out, t_out = jvp_flat(fun, full, tangents, box)
+        p_out, t_out = jvp_flat(with_aux, full, tangents, box)
         box.append([not isinstance(t, Zero) for t in t_out])
-        return list(p_out) + [t for t in t_out if not isinstance(t, Zero)]
+        aux_leaves = aux_box[0][1] if has_aux else []
+        return list(p_out) + list(aux_leaves) + [t for t in t_out if not isinstance(t, Zero)]
 
     prog = trace_nested(jvp_fun, rows + rows, lambda r: (r, None), expand=False)
     out_tree, nonzero = box
     jx = prog.jaxpr
-    nc, nout = prog.nconsts, len(nonzero)
+    nout = len(nonzero)
+    naux = len(aux_box[0][1]) if has_aux else 0
     known_in = list(prog.consts) + [primals[i] for i in diff]
-    lin_jaxpr, lin_consts, values = partial_eval(jx, known_in, rows, jx.outvars[nout:])
+    lin_jaxpr, lin_consts, values = partial_eval(jx, known_in, rows, jx.outvars[nout + naux:])
     primal_out = [values(v) for v in jx.outvars[:nout]]
-    return Linearized(primal_out, out_tree, diff, nonzero, lin_jaxpr, lin_consts)
+    lin = Linearized(primal_out, out_tree, diff, nonzero, lin_jaxpr, lin_consts)
+    if has_aux:
+        lin.aux = tree_unflatten(aux_box[0][0], [values(v) for v in jx.outvars[nout:nout + naux]])
+    return lin
 
 
 #: For primitives with nested programs (control flow): ``rule(eqn, in_flags) -> out_flags``,
