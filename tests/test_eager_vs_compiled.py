@@ -91,9 +91,12 @@ NEG_NAN = float(np.copysign(np.nan, -1.0))
 # ---------------------------------------------------------------------------------------------
 CONTROL_FLOW = {v for v in vars(control_flow_primitives).values() if isinstance(v, Primitive)}
 PRIMS: Dict[str, Primitive] = {p.name: p for p in impl_rules if p not in CONTROL_FLOW}
-# Every registered primitive can be exercised alone, so nothing is excluded. A primitive that
-# truly cannot be would be listed here with the reason.
-EXCLUDED: Dict[str, str] = {}
+# Every registered primitive can be exercised alone, except the ones listed here with the
+# reason.
+EXCLUDED: Dict[str, str] = {
+    "custom_lin": "the linear part of a custom_vjp function: it has no forward evaluation (running "
+                  "it is the error for forward mode; transforms/custom.py, test_custom_and_extend.py)",
+}
 
 
 class _Operand:
@@ -693,6 +696,25 @@ def _pad(draw, prim):
         return bind_case(prim, operands, dict(padding_config=config), dyn=(DYN, None))
     config = (_pad_config(draw, n), _pad_config(draw, 3))
     return bind_case(prim, operands, dict(padding_config=config), dyn=None, variant=f"static{n}")
+
+
+# --- custom_jvp / custom_vjp calls (transforms/custom.py): run the traced function -----------------
+def _custom_function(name):
+    if name == "custom_jvp_call":
+        f = dynjax.custom_jvp(lambda x, y: x * y)
+        f.defjvp(lambda primals, tangents: (f(*primals), tangents[0]))
+    else:
+        f = dynjax.custom_vjp(lambda x, y: x * y)
+        f.defvjp(lambda x, y: (f(x, y), None), lambda res, ct: (ct, ct))
+    return f
+
+
+@cases("custom_jvp_call", "custom_vjp_call")
+def _custom_call(draw, prim):
+    dt = _dtype(draw, FLOATS + INTS)
+    n = _size(draw)
+    operands = lambda: [_array(draw, dt, (n, 2)), _array(draw, dt, (n, 2))]
+    return fn_case(prim.name, "", lambda: _custom_function(prim.name), operands)
 
 
 # ---------------------------------------------------------------------------------------------

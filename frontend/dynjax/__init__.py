@@ -25,3 +25,5 @@ from .qjit import QJIT, qjit  # noqa: E402,F401  (the function shadows the submo
 from .transforms.jvp import jvp  # noqa: E402,F401
 from .transforms.api import (float0, grad, hessian, jacfwd, jacobian, jacrev, linearize,  # noqa: E402,F401
                              value_and_grad, vjp)
+from .transforms.custom import custom_jvp, custom_vjp  # noqa: E402,F401
+from . import extend  # noqa: E402,F401

@@ -16,7 +16,8 @@ from __future__ import annotations
 from typing import Iterable, List, Set
 
 from ..core.jaxpr import Jaxpr, Literal, Var
-from ..control_flow.primitives import fixed_inputs, passthrough_results
+from ..control_flow.primitives import fixed_inputs as _control_flow_fixed_inputs
+from ..control_flow.primitives import passthrough_results
 from ..lax import primitives as P
 
 # scalar operations that shape refinement folds when their operands are constants
@@ -31,6 +32,19 @@ def is_scalar(v) -> bool:
 
 def dims_of(aval) -> List[Var]:
     return [d for d in aval.shape if isinstance(d, Var)]
+
+
+#: Call-like primitives (``custom_jvp_call``, ``custom_vjp_call``): their one nested jaxpr
+#: takes the equation's operands, in order, as its inputs.
+call_primitives: Set = set()
+
+
+def fixed_inputs(eqn):
+    """For each nested jaxpr of ``eqn``: ``[(invar index, operand index)]`` for the invars that
+    keep one operand's value during the whole execution (see ``control_flow.primitives``)."""
+    if eqn.primitive in call_primitives:
+        return [[(k, k) for k in range(len(eqn.invars))]]
+    return _control_flow_fixed_inputs(eqn)
 
 
 def nested_jaxprs(eqn) -> List[Jaxpr]:
