@@ -1,4 +1,4 @@
-"""Program transformations: automatic differentiation (see doc/autodiff.md).
+"""Program transformations: automatic differentiation (doc/autodiff.md) and vmap.
 
 * ``jvp.py`` - forward mode: the ``JVPTrace`` interpreter and the jvp rule of every primitive;
 * ``partial_eval.py`` - linearize: split the jvp of a function into known and linear parts;
@@ -6,8 +6,9 @@
   transpose rules;
 * ``control_flow.py`` - the jvp, partial-evaluation and transpose rules of the loops and
   conditionals;
+* ``batching.py`` - ``vmap``: the ``BatchTrace`` and every batching rule;
 * ``api.py`` - the user-level functions (``grad``, ``vjp``, ``jacrev`` ...), exported from
   ``dynjax``.
 """
-from . import control_flow  # noqa: F401  (registers the control-flow rules)
+from . import batching, control_flow  # noqa: F401  (register their rules)
 from .jvp import JVPTrace, JVPTracer, Zero, instantiate, zeros_from_aval  # noqa: F401
