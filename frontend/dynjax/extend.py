@@ -20,7 +20,7 @@ A primitive is a name; what it means is one rule per interpretation, registered 
 
 Then ``def_lowering`` (``qjit``), ``def_jvp`` (``jvp``, and the first half of ``grad``),
 ``def_transpose`` (the second half of ``grad``: reverse mode transposes the linear part) and
-``def_batching`` (reserved for ``vmap``). See ``doc/extending.md`` for the full walk-through.
+``def_batching`` (``vmap``). See ``doc/extending.md`` for the full walk-through.
 
 **Dynamic shapes.** An abstract-evaluation rule receives the operands themselves (tracers
 while tracing, jaxpr variables while a jaxpr is type-checked), each with an ``.aval`` whose
@@ -44,7 +44,7 @@ from .transforms.transpose import UndefinedPrimal, is_undefined
 
 __all__ = ["Primitive", "ShapedArray", "make_aval", "as_dim", "same_dim", "def_impl", "def_abstract_eval",
            "def_lowering", "def_jvp", "def_transpose", "def_batching", "UndefinedPrimal",
-           "is_undefined", "Zero", "instantiate", "zeros_like_aval"]
+           "is_undefined", "Zero", "instantiate", "zeros_like_aval", "batch_to_front"]
 
 
 def _register(table_name: str, table, prim, fn):
@@ -154,12 +154,23 @@ def def_transpose(prim: Primitive, fn: Optional[Callable] = None):
 
 
 def def_batching(prim: Primitive, fn: Optional[Callable] = None):
-    """Register a batching rule: ``fn(batched_args, batch_dims, **params) -> (out, out_dims)``.
+    """Register a batching rule (``vmap``): ``fn(size, vals, dims, **params) -> (out, out_dim)``
+    (lists of outputs and of dims for a primitive with several results).
 
-    Reserved for ``vmap``, which dynjax does not implement yet: the rule is stored and
-    not called.
+    ``vals`` are the operands as batches: ``dims[i]`` is the position of the batch axis in
+    ``vals[i]``, or None when the operand is the same for every member. ``size`` is the batch
+    size (an int, or a traced size when the batch axis is dynamic). Return the result with
+    its batch axis at ``out_dim``. ``batch_to_front(x, d, size)`` moves (or, for None,
+    broadcasts) the batch axis to position 0, which is usually the first step of a rule.
     """
     return _register("def_batching", batching_rules, prim, fn)
+
+
+def batch_to_front(x, d, size):
+    """``x`` with its batch axis (at ``d``) moved first; an unbatched value (``d`` None) is
+    broadcast to ``size`` members. For batching rules."""
+    from .transforms.batching import to_front
+    return to_front(x, d, size)
 
 
 def zeros_like_aval(aval: ShapedArray):
