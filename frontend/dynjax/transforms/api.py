@@ -6,8 +6,8 @@ evaluation into a linear jaxpr) and ``backward_pass`` (its transpose). They work
 inside ``qjit`` (the tangent and cotangent types carry the primal's dynamic dims) and
 composed with each other (``grad(grad(f))``, ``jacfwd(jacrev(f))``).
 
-Jacobians loop over a basis with a ``for_loop`` (the number of basis vectors is the
-input's or output's size, which may be known only at run time).
+Jacobians vectorize one jvp (or vjp) over the basis vectors with ``vmap`` (their number is
+the input's or output's size, which may be known only at run time).
 """
 from __future__ import annotations
 
@@ -258,17 +258,16 @@ def _basis(i, shape, dtype):
 
 
 def _stack_columns(fill, n, col_shape, dtype):
-    """An array ``col_shape + (n,)`` whose column i is ``fill(i)``: a ``scan`` over i that
-    stacks the columns (its lowering handles n = 0, where a column would not fit)."""
-    from ..control_flow.binders import bind_scan
+    """An array ``col_shape + (n,)`` whose column i is ``fill(i)``: ``fill`` vectorized over
+    i = 0 .. n-1 with ``vmap`` (one batched jvp or vjp instead of n; n may be dynamic)."""
     from ..lax import api as lax
+    from .batching import to_front, vmap_flat
 
-    def body(i, _):
+    def one(i):
         col = fill(i)
-        col = col if typeof(col).dtype == dtype else lax.convert_element_type(col, dtype)
-        return i + 1, col
-    _, rows = bind_scan(body, np.int64(0), (), n, False)
-    return lax.transpose(rows, (1, 0))
+        return col if typeof(col).dtype == dtype else lax.convert_element_type(col, dtype)
+    (rows,), (d,), _ = vmap_flat(one, n, [lax.iota(np.int64, n)], [0])
+    return lax.transpose(to_front(rows, d, n), (1, 0))
 
 
 def _jac_wrap(fun, argnums, has_aux, holomorphic, who, mode):

@@ -612,7 +612,16 @@ def vmap(fun, in_axes=0, out_axes=0, axis_size=None):
         raise TypeError(f"vmap: the first argument must be a function, got {type(fun).__name__}")
 
     @api_boundary
-    def vmapped(*args):
+    def vmapped(*args, **kwargs):
+        if kwargs:   # keyword arguments are batched along their axis 0 (as in JAX)
+            names = sorted(kwargs)
+            n_pos = len(args)
+
+            def positional(*all_args):
+                return fun(*all_args[:n_pos], **dict(zip(names, all_args[n_pos:])))
+            spec = in_axes if isinstance(in_axes, (tuple, list)) else (in_axes,) * n_pos
+            return vmap(positional, tuple(spec) + (0,) * len(names), out_axes, axis_size)(
+                *args, *[kwargs[k] for k in names])
         if isinstance(in_axes, list):
             axes_spec = tuple(in_axes)
         else:
