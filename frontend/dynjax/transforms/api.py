@@ -257,17 +257,24 @@ def _basis(i, shape, dtype):
     return e if len(shape) == 1 else lax.reshape(e, shape)
 
 
-def _stack_columns(fill, n, col_shape, dtype):
-    """An array ``col_shape + (n,)`` whose column i is ``fill(i)``: ``fill`` vectorized over
-    i = 0 .. n-1 with ``vmap`` (one batched jvp or vjp instead of n; n may be dynamic)."""
+def _over_basis(fun, n):
+    """``fun(i)`` (a list of arrays) for every basis index i = 0 .. n-1, vectorized with
+    ``vmap`` (one batched jvp or vjp instead of n; n may be dynamic): each result gets a
+    leading axis of size n."""
     from ..lax import api as lax
     from .batching import to_front, vmap_flat
+    outs, dims, _ = vmap_flat(fun, n, [lax.iota(np.int64, n)], [0])
+    return [to_front(o, d, n) for o, d in zip(outs, dims)]
 
-    def one(i):
-        col = fill(i)
-        return col if typeof(col).dtype == dtype else lax.convert_element_type(col, dtype)
-    (rows,), (d,), _ = vmap_flat(one, n, [lax.iota(np.int64, n)], [0])
-    return lax.transpose(to_front(rows, d, n), (1, 0))
+
+def _jacobian_block(stacked, out_shape, in_shape, batch_is_input):
+    """A Jacobian block of shape ``out_shape + in_shape`` from a result stacked over the basis
+    (the basis axis first): over the input's basis (jacfwd), the axis moves last."""
+    from ..lax import api as lax
+    from .batching import move_axis
+    if batch_is_input:
+        stacked = move_axis(stacked, 0, typeof(stacked).ndim - 1)
+    return lax.reshape(stacked, tuple(out_shape) + tuple(in_shape))
 
 
 def _jac_wrap(fun, argnums, has_aux, holomorphic, who, mode):
@@ -275,113 +282,57 @@ def _jac_wrap(fun, argnums, has_aux, holomorphic, who, mode):
 
     @api_boundary
     def jac_f(*args, **kwargs):
-        from ..lax import api as lax
         single, nums = _argnums(argnums, len(args), who)
         for i in nums:
             _check_differentiable(args[i], f"argument {i}", who, holomorphic)
-        dyn = tuple(args[i] for i in nums)
-        in_leaves, in_tree = tree_flatten(dyn)
-
+        in_leaves, in_tree = tree_flatten(tuple(args[i] for i in nums))
         aux_box = []
 
         def flat(*xs):
             full = list(args)
             for i, x in zip(nums, tree_unflatten(in_tree, xs)):
                 full[i] = x
-            out, aux_ = _split_aux(fun(*full, **kwargs), has_aux, who)
-            aux_box.append(aux_)
-            return out
+            out, aux = _split_aux(fun(*full, **kwargs), has_aux, who)
+            aux_box.append(aux)
+            return (out, aux) if has_aux else out
+
+        # blocks[o][k]: the derivative of output leaf o with respect to input leaf k
         if mode == "fwd":
             out_box = []
-            primal_out, _ = jvp_flat(flat, in_leaves, [Zero(typeof(x)) for x in in_leaves], out_box)
-            out_tree = out_box[0]
-            blocks = []   # blocks[o][k]: d out o / d in k
-            cols = []
+            primal_out, _ = jvp_flat(lambda *xs: flat(*xs)[0] if has_aux else flat(*xs), in_leaves,
+                                     [Zero(typeof(x)) for x in in_leaves], out_box)
+            out_tree, aux = out_box[0], aux_box[0]
+            blocks = [[None] * len(in_leaves) for _ in primal_out]
             for k, x in enumerate(in_leaves):
                 xa = typeof(x)
-                n = _size(xa.shape)
 
                 def column(i, k=k, xa=xa):
                     ts = [Zero(typeof(y)) for y in in_leaves]
                     ts[k] = _basis(i, xa.shape, xa.dtype)
-                    _, t_out = jvp_flat(flat, in_leaves, ts)
-                    flat_t = [lax.reshape(instantiate(t), (_size(typeof(p).shape),))
-                              for t, p in zip(t_out, primal_out)]
-                    from .. import numpy as jnp
-                    return jnp.concatenate(flat_t) if len(flat_t) > 1 else flat_t[0]
-                total = _size_sum([_size(typeof(p).shape) for p in primal_out])
-                cols.append(_stack_columns(column, n, (total,), _out_dtype(primal_out, xa)))
-            for o, p in enumerate(primal_out):
-                row = []
-                for k, x in enumerate(in_leaves):
-                    row.append(_block(cols[k], primal_out, o, typeof(p).shape, typeof(x).shape, rows_are_out=True))
-                blocks.append(row)
+                    _, t_out = jvp_flat(lambda *xs: flat(*xs)[0] if has_aux else flat(*xs), in_leaves, ts)
+                    return [instantiate(t) for t in t_out]
+                for o, col in enumerate(_over_basis(column, _size(xa.shape))):
+                    blocks[o][k] = _jacobian_block(col, typeof(primal_out[o]).shape, xa.shape, True)
         else:
-            def flat_pair(*xs):
-                out = flat(*xs)
-                return (out, aux_box.pop()) if has_aux else out
-            lin = linearize_flat(flat_pair, in_leaves, has_aux)
-            aux_box[:] = [lin.aux]
-            primal_out, out_tree = lin.primal_out, lin.out_tree
+            lin = linearize_flat(flat, in_leaves, has_aux)
+            primal_out, out_tree, aux = lin.primal_out, lin.out_tree, lin.aux
             blocks = [[None] * len(in_leaves) for _ in primal_out]
             for o, p in enumerate(primal_out):
                 pa = typeof(p)
-                m = _size(pa.shape)
 
                 def row(j, o=o, pa=pa):
-                    cts = []
-                    for q, (pp, nz) in enumerate(zip(primal_out, lin.nonzero)):
-                        if nz:
-                            cts.append(_basis(j, pa.shape, pa.dtype) if q == o else zeros(typeof(pp)))
-                    in_cts = lin.transpose(cts)
-                    flat_c = []
-                    for k, x in enumerate(in_leaves):
-                        c = in_cts[lin.diff.index(k)] if k in lin.diff else None
-                        c = zeros(typeof(x)) if c is None else c
-                        flat_c.append(lax.reshape(c, (_size(typeof(x).shape),)))
-                    from .. import numpy as jnp
-                    return jnp.concatenate(flat_c) if len(flat_c) > 1 else flat_c[0]
-                total = _size_sum([_size(typeof(x).shape) for x in in_leaves])
-                rows = _stack_columns(row, m, (total,), _out_dtype(in_leaves, pa))
-                for k, x in enumerate(in_leaves):
-                    blocks[o][k] = _block(rows, in_leaves, k, pa.shape, typeof(x).shape, rows_are_out=False)
+                    cts = [_basis(j, pa.shape, pa.dtype) if q == o else zeros(typeof(pp))
+                           for q, (pp, nz) in enumerate(zip(primal_out, lin.nonzero)) if nz]
+                    by_leaf = dict(zip(lin.diff, lin.transpose(cts)))
+                    return [zeros(typeof(x)) if by_leaf.get(k) is None else by_leaf[k]
+                            for k, x in enumerate(in_leaves)]
+                for k, r in enumerate(_over_basis(row, _size(pa.shape))):
+                    blocks[o][k] = _jacobian_block(r, pa.shape, typeof(in_leaves[k]).shape, False)
         rows = [tree_unflatten(in_tree, row) for row in blocks]
         result = tree_unflatten(out_tree, [r[0] if single else r for r in rows])
-        if has_aux:
-            return result, aux_box[0]
-        return result
+        return (result, aux) if has_aux else result
     jac_f.__name__ = f"{who}({getattr(fun, '__name__', 'f')})"
     return jac_f
-
-
-def _size_sum(sizes):
-    total = sizes[0]
-    for s in sizes[1:]:
-        total = total + s
-    if not isinstance(total, int):
-        from ..lax.api import canonicalize_dim
-        total = canonicalize_dim(total)
-    return total
-
-
-def _out_dtype(arrays, like):
-    dts = [typeof(a).dtype for a in arrays]
-    return np.result_type(*dts) if dts else like.dtype
-
-
-def _block(stacked, parts, index, out_shape, in_shape, rows_are_out):
-    """The (out, in) block of a Jacobian stored as ``stacked``: rows are the concatenated
-    flattened ``parts`` (outputs for jacfwd, inputs for jacrev), columns the other side."""
-    from ..lax import api as lax
-    offset = _size_sum([0] + [_size(typeof(p).shape) for p in parts[:index]]) if index else 0
-    own = _size(typeof(parts[index]).shape)
-    other = typeof(stacked).shape[1]
-    piece = lax.dynamic_slice(stacked, (np.int64(offset) if isinstance(offset, int) else offset, np.int64(0)),
-                              (own, other))
-    if rows_are_out:    # rows: this output's elements; columns: the input's elements
-        return lax.reshape(piece, tuple(out_shape) + tuple(in_shape))
-    # rows: the input's elements; columns: this output's elements
-    return lax.reshape(lax.transpose(piece, (1, 0)), tuple(out_shape) + tuple(in_shape))
 
 
 def jacfwd(fun: Callable, argnums: Union[int, Sequence[int]] = 0, has_aux: bool = False,
