@@ -27,4 +27,4 @@ from .transforms.api import (float0, grad, hessian, jacfwd, jacobian, jacrev, li
                              value_and_grad, vjp)
 from .transforms.custom import custom_jvp, custom_vjp  # noqa: E402,F401
 from .transforms.batching import vmap  # noqa: E402,F401
-from . import extend  # noqa: E402,F401
+from . import debug, extend  # noqa: E402,F401

@@ -25,7 +25,7 @@ operands, or ``OutDBIdx(k)`` meaning "the k-th result of this same equation".
 """
 from __future__ import annotations
 
-from typing import Callable, Dict
+from typing import Callable, Dict, Set
 
 
 class Primitive:
@@ -50,6 +50,10 @@ jvp_rules: Dict[Primitive, Callable] = {}
 partial_eval_rules: Dict[Primitive, Callable] = {}
 transpose_rules: Dict[Primitive, Callable] = {}
 batching_rules: Dict[Primitive, Callable] = {}
+
+#: Primitives with an effect (a host callback): never removed as dead code, never compiled
+#: into an XLA program (the planner runs them on the host, in program order).
+effectful_primitives: Set[Primitive] = set()
 
 
 def as_dim(x):

@@ -19,7 +19,7 @@ import numpy as np
 
 from .avals import OutDBIdx, aval_of_value, is_integer_dtype, make_aval
 from .jaxpr import Jaxpr, JaxprEqn, Literal, Var
-from .primitive import abstract_eval_rules, symbolic_rules
+from .primitive import abstract_eval_rules, effectful_primitives, symbolic_rules
 from .symbolic import Expr, Symbol, single_symbols
 from .trace import Trace, Tracer, new_trace, next_level
 
@@ -302,10 +302,40 @@ class JaxprTrace(Trace):
         return Jaxpr([], invars, live_equations(self.eqns, outvars), outvars, in_explicit,
                      out_explicit), consts
 
+def has_effect(eqn) -> bool:
+    """Whether ``eqn`` is effectful (a debug callback), or holds a nested program (a loop
+    body, a branch) that contains one."""
+    if eqn.primitive in effectful_primitives:
+        return True
+    for p in eqn.params.values():
+        for sub in (p if isinstance(p, tuple) else (p,)):
+            if isinstance(sub, Jaxpr) and any(has_effect(e) for e in sub.eqns):
+                return True
+    return False
+
+
+def without_effects(eqn) -> JaxprEqn:
+    """``eqn`` with every effectful equation removed from its nested programs (for
+    re-evaluating it where its effects already happened: the recomputation of a loop body
+    in reverse-mode differentiation)."""
+    def strip(jx):
+        eqns = [without_effects(e) for e in jx.eqns if e.primitive not in effectful_primitives]
+        return Jaxpr(jx.constvars, jx.invars, eqns, jx.outvars, jx.in_explicit, jx.out_explicit)
+    params = {}
+    for k, p in eqn.params.items():
+        if isinstance(p, Jaxpr):
+            p = strip(p)
+        elif isinstance(p, tuple) and any(isinstance(x, Jaxpr) for x in p):
+            p = tuple(strip(x) if isinstance(x, Jaxpr) else x for x in p)
+        params[k] = p
+    return JaxprEqn(eqn.primitive, eqn.invars, eqn.outvars, params, eqn.source_info)
+
+
 def live_equations(eqns, outvars):
-    """The equations the outputs depend on (through operands or types), in order. Size
-    arithmetic that symbolic reuse made redundant (``n - 1`` computed twice) is dropped;
-    every primitive is pure, so nothing else changes."""
+    """The equations the outputs depend on (through operands or types), in order, and every
+    effectful equation (a debug callback). Size arithmetic that symbolic reuse made
+    redundant (``n - 1`` computed twice) is dropped; other primitives are pure, so nothing
+    else changes."""
     live = set()
 
     def use(atom):
@@ -317,7 +347,7 @@ def live_equations(eqns, outvars):
         use(v)
     kept = []
     for eqn in reversed(eqns):
-        if any(id(v) in live for v in eqn.outvars):
+        if any(id(v) in live for v in eqn.outvars) or has_effect(eqn):
             kept.append(eqn)
             for v in eqn.outvars:
                 use(v)

@@ -16,6 +16,7 @@ from __future__ import annotations
 from typing import Iterable, List, Set
 
 from ..core.jaxpr import Jaxpr, Literal, Var
+from ..core.primitive import effectful_primitives
 from ..control_flow.primitives import fixed_inputs as _control_flow_fixed_inputs
 from ..control_flow.primitives import passthrough_results
 from ..lax import primitives as P
@@ -96,6 +97,8 @@ def statically_compilable(eqn, foldable: Set[int]) -> bool:
     program's constant inputs inherit foldability from the operands and everything else
     (loop-carried values, the loop index) varies at run time.
     """
+    if eqn.primitive in effectful_primitives:
+        return False   # a host callback runs on the host, in program order
     for d in eqn_dim_uses(eqn):
         if isinstance(d, Var) and id(d) not in foldable:
             return False

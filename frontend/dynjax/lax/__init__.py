@@ -5,7 +5,7 @@ or promotion); ``dynjax.numpy`` builds numpy semantics on top of them.
 """
 from .api import *  # noqa: F401,F403
 from .api import abs, complex, max, min, pow, round, slice  # noqa: F401  (shadowed builtins)
-from . import primitives  # noqa: F401
+from . import effects, primitives  # noqa: F401
 from . import symbolic_rules  # noqa: F401  (registers the dimension arithmetic)
 
 

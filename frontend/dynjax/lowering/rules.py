@@ -19,6 +19,7 @@ from jaxlib.mlir.dialects import stablehlo as hlo
 from ..core.avals import (is_complex_dtype, is_float_dtype, is_integer_dtype, is_unsigned_dtype,
                           real_dtype)
 from ..lax import primitives as P
+from ..lax.effects import debug_callback_p
 from .context import LoweringContext, is_static, tensor_type
 from .core import register_lowering
 
@@ -902,3 +903,14 @@ def _pad(ctx, eqn, x, padding_value, *, padding_config):
     hi = [int(c[1]) for c in padding_config]
     interior = [int(c[2]) for c in padding_config]
     return hlo.PadOp(x, padding_value, lo, hi, interior, results=[ctx.ir_type(_out(eqn))]).result
+
+
+# ----------------------------------------------------------------------------------------------
+# Effects
+# ----------------------------------------------------------------------------------------------
+
+@register_lowering(debug_callback_p)
+def _debug_callback(ctx, eqn, *args, callback, name):
+    # The planner never compiles an effectful equation (it runs on the host, in program
+    # order); this rule only lets ``.mlir`` show the rest of a program that prints.
+    return []

@@ -33,6 +33,7 @@ from ..core.primitive import Primitive, batching_rules
 from ..core.pytree import tree_flatten, tree_unflatten
 from ..core.trace import EscapedTracerError, Trace, Tracer, bind, new_trace, next_level, typeof
 from ..lax import api as lax
+from ..lax import effects as P_effects
 from ..lax import primitives as P
 from ..lax.base import dims_from_operands
 
@@ -308,6 +309,15 @@ batching_rules[P.dynamic_slice_p] = _dynamic_slice_rule
 batching_rules[P.dynamic_update_slice_p] = _dynamic_update_slice_rule
 batching_rules[P.concatenate_p] = _concatenate_rule
 batching_rules[P.pad_p] = _pad_rule
+
+
+def _debug_callback_rule(size, vals, dims, **params):
+    # the callback sees the whole batch (batch axis first) at once
+    return P_effects.debug_callback_p.bind(*[v if d is None else move_axis(v, d, 0)
+                                             for v, d in zip(vals, dims)], **params), []
+
+
+batching_rules[P_effects.debug_callback_p] = _debug_callback_rule
 
 
 def _iota_rule(size, vals, dims, **params):

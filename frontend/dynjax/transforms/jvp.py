@@ -38,6 +38,7 @@ from ..core.pytree import TreeDef, tree_flatten, tree_unflatten
 from ..core.trace import EscapedTracerError, Trace, Tracer, bind, new_trace, next_level, typeof
 from ..lax import api as lax
 from ..lax import primitives as P
+from ..lax.effects import debug_callback_p
 
 __all__ = ["jvp", "JVPTrace", "JVPTracer", "Zero", "instantiate", "zeros_from_aval", "jvp_rules"]
 
@@ -489,6 +490,14 @@ def _sort_rule(primals, tangents, *, dimension, num_keys):
 
 
 jvp_rules[P.sort_p] = _sort_rule
+
+
+def _debug_callback_rule(primals, tangents, **params):
+    # the callback sees the primal values; it has no results, so no tangents
+    return debug_callback_p.bind(*primals, **params), []
+
+
+jvp_rules[debug_callback_p] = _debug_callback_rule
 
 
 # ----------------------------------------------------------------------------------------------

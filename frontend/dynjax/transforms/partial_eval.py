@@ -30,7 +30,7 @@ from ..core.avals import is_inexact_dtype
 from ..core.expansion import deduce_input_type, parse_input_type, trace_nested
 from ..core.jaxpr import Jaxpr, Literal, Var
 from ..core.primitive import partial_eval_rules
-from ..core.staging import JaxprTrace, new_jaxpr_trace
+from ..core.staging import JaxprTrace, has_effect, new_jaxpr_trace, without_effects
 from ..core.trace import current_trace, typeof
 from ..core.pytree import tree_flatten, tree_unflatten
 from .jvp import Zero, jvp_flat
@@ -145,7 +145,7 @@ class _Split:
     """Step 1 of partial evaluation over one jaxpr: the known values, the unknown variables
     and the equations left to stage (with their control-flow staging closures)."""
 
-    def __init__(self, jaxpr: Jaxpr, values: Sequence[Any], flags: Sequence[bool]):
+    def __init__(self, jaxpr: Jaxpr, values: Sequence[Any], flags: Sequence[bool], effects: bool = True):
         self.jaxpr = jaxpr
         self.env = {}
         self.unknown = set()
@@ -157,6 +157,11 @@ class _Split:
         self.deferred = []
         for eqn in jaxpr.eqns:
             flags_ = [self.is_unknown(a) for a in eqn.invars]
+            if not effects and has_effect(eqn):
+                # recomputing: the effects already happened in the known part
+                if not eqn.outvars:
+                    continue
+                eqn = without_effects(eqn)
             if not any(flags_):
                 vals = [self.get(a) for a in eqn.invars]
                 if any(x is None for x in vals):
@@ -247,7 +252,7 @@ def eval_split(jaxpr: Jaxpr, values: Sequence[Any], flags: Sequence[bool]) -> Li
     """Evaluate ``jaxpr`` in the current scope with control-flow equations split into their
     known and unknown parts (as linearizing does): used for the body of a loop whose linear
     part is being staged, so nested loops are split too."""
-    split = _Split(jaxpr, values, flags)
+    split = _Split(jaxpr, values, flags, effects=False)
     return split.stage([x for x, f in zip(values, flags) if f])
 
 
