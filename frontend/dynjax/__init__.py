@@ -28,3 +28,4 @@ from .transforms.api import (float0, grad, hessian, jacfwd, jacobian, jacrev, li
 from .transforms.custom import custom_jvp, custom_vjp  # noqa: E402,F401
 from .transforms.batching import vmap  # noqa: E402,F401
 from . import debug, extend  # noqa: E402,F401
+from .cost_model import cost_analysis  # noqa: E402,F401

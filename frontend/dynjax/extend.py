@@ -44,7 +44,7 @@ from .transforms.transpose import UndefinedPrimal, is_undefined
 
 __all__ = ["Primitive", "ShapedArray", "make_aval", "as_dim", "same_dim", "def_impl", "def_abstract_eval",
            "def_lowering", "def_jvp", "def_transpose", "def_batching", "UndefinedPrimal",
-           "is_undefined", "Zero", "instantiate", "zeros_like_aval", "batch_to_front"]
+           "is_undefined", "Zero", "instantiate", "zeros_like_aval", "batch_to_front", "def_cost"]
 
 
 def _register(table_name: str, table, prim, fn):
@@ -179,3 +179,12 @@ def zeros_like_aval(aval: ShapedArray):
     ``UndefinedPrimal.aval``."""
     from .transforms.jvp import zeros_from_aval
     return zeros_from_aval(aval)
+
+
+def def_cost(prim: Primitive, fn: Optional[Callable] = None):
+    """Register a cost rule (``dynjax.cost_analysis``): ``fn(eqn, sizes) -> Cost`` with the
+    FLOPs and transcendentals of one application (bytes are added from the operand and
+    result types). ``sizes.elements(aval)`` is the element count of a type as a formula in
+    the dynamic dims; build the result with ``dynjax.cost_model.Cost``."""
+    from .cost_model import cost_rules
+    return _register("def_cost", cost_rules, prim, fn)

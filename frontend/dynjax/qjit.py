@@ -430,6 +430,16 @@ class QJIT:
                  if s.last_executable is not None] if e else []
         return "\n".join(texts) if texts else None
 
+    def cost(self, *args, **kwargs):
+        """The cost model of this function for arguments like ``args`` (its own
+        ``abstracted_axes`` and static arguments): FLOPs, transcendentals and bytes as
+        formulas in the dynamic dims (``dynjax.cost_model``)."""
+        from .cost_model import jaxpr_cost, parameter_names
+        self._check_call(args, kwargs)
+        args, kwargs = self._bind_kwargs(args, kwargs)
+        jaxpr = self._lookup(args, kwargs).traced.closed_jaxpr.jaxpr
+        return jaxpr_cost(jaxpr, names=parameter_names(jaxpr, self.fun, args, self.static_argnums))
+
     def cache_info(self) -> Dict[str, int]:
         """How many traces, lowerings, specializations and compilations happened."""
         s = self.stats

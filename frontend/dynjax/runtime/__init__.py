@@ -30,6 +30,7 @@ from .xla import (
     execute,
     get_client,
     hlo_text,
+    xla_cost_analysis,
     serialize,
 )
 
@@ -48,6 +49,7 @@ __all__ = [
     "execute",
     "get_client",
     "hlo_text",
+    "xla_cost_analysis",
     "last_cache_hit",
     "serialize",
     "specialize",

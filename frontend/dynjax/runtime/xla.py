@@ -289,6 +289,18 @@ def hlo_text(exe: Executable) -> str:
     return "\n".join(m.to_string() for m in loaded.hlo_modules())
 
 
+def xla_cost_analysis(exe: Executable) -> dict:
+    """XLA's own cost estimate of a compiled executable (``flops``, ``transcendentals``,
+    ``bytes accessed``, ...), or an empty dict where this jaxlib does not report one."""
+    try:
+        out = exe.loaded.cost_analysis()
+    except Exception:   # not every jaxlib build or backend implements it
+        return {}
+    if isinstance(out, (list, tuple)):
+        out = out[0] if out else {}
+    return dict(out or {})
+
+
 # --------------------------------------------------------------------------
 # call-path variants, for bench/runtime_dispatch.py
 
