@@ -132,7 +132,12 @@ def per_member(primitive: Primitive, size, vals, dims, params):
     and stack the results. Correct for every primitive whose result type is the same for
     every member."""
     from ..control_flow.binders import bind_scan
-    batched = [to_front(v, d, size) if d is not None else None for v, d in zip(vals, dims)]
+    from ..numpy import concatenate, zeros
+    # one spare member at the end, so that taking a member is well-typed even when the
+    # batch is empty (the scan then runs no iteration)
+    batched = [None if d is None else concatenate([to_front(v, d, size),
+                                                   zeros((1,) + tuple(_member_shape(v, d)), typeof(v).dtype)])
+               for v, d in zip(vals, dims)]
 
     def body(b, _):
         args = [v if d is None else _index(bv, b) for v, d, bv in zip(vals, dims, batched)]
