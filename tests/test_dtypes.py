@@ -295,7 +295,8 @@ CALLS = {
         "diff", "empty_like", "exp", "expm1", "flip", "floor", "imag", "invert", "isfinite", "log", "log1p",
         "logical_not", "max", "mean", "min", "negative", "ones_like", "prod", "ravel", "real", "rint", "sign",
         "sin", "sinh", "sort", "sqrt", "square", "sum", "tan", "tanh", "zeros_like",
-        "transpose", "iscomplexobj", "isrealobj", "ndim", "shape", "size"]},
+        "transpose", "iscomplexobj", "isrealobj", "ndim", "shape", "size",
+        "isnan", "isinf", "log2", "log10", "exp2", "deg2rad", "rad2deg", "var", "std", "count_nonzero"]},
     **{n: (lambda f: lambda x, y: f(x, y)) for n in [
         "add", "arctan2", "bitwise_and", "bitwise_or", "bitwise_xor", "divide", "dot", "equal",
         "floor_divide", "greater", "greater_equal", "inner", "less", "less_equal", "logical_and",

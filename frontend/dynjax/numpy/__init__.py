@@ -9,8 +9,8 @@ from .creation import (arange, array, asarray, empty, empty_like, eye, full, ful
                        identity, linspace, ones, ones_like, zeros, zeros_like)
 from .indexing import getitem  # noqa: F401
 from .linalg_ops import convolve, dot, inner, matmul, outer, vdot  # noqa: F401
-from .reductions import (all, amax, amin, any, argmax, argmin, cumsum, max, mean, min,  # noqa: F401
-                         prod, size, sum)
+from .reductions import (all, amax, amin, any, argmax, argmin, count_nonzero, cumsum, max,  # noqa: F401
+                         mean, min, prod, size, std, sum, var)
 from .shape_ops import (astype, broadcast_to, concatenate, diff, expand_dims, flip, fliplr,  # noqa: F401
                         flipud, hstack, moveaxis, ndim, pad, ravel, reshape, roll, shape, squeeze,
                         stack, swapaxes, transpose, vstack)
@@ -21,7 +21,8 @@ from .ufuncs import (abs, absolute, add, angle, arccos, arcsin, arctan, arctan2,
                      isfinite, isrealobj, less,
                      less_equal, log, log1p, logical_and, logical_not, logical_or, logical_xor,
                      maximum, minimum, mod, multiply, negative, not_equal, power, real, remainder, rint,
-                     sign, sin, sinh, sqrt, square, subtract, tan, tanh, true_divide, where)
+                     sign, sin, sinh, sqrt, square, subtract, tan, tanh, true_divide, where,
+                     isnan, isinf, log2, log10, exp2, deg2rad, rad2deg)
 from ._promote import promote_types, result_type  # noqa: F401
 from . import indexing  # noqa: F401
 

@@ -173,3 +173,38 @@ def any(x, axis=None, keepdims=False):
 def all(x, axis=None, keepdims=False):
     """numpy.all: whether every element along ``axis`` is true (True for an empty axis)."""
     return _truth_reduction(lax.reduce_min, x, axis, keepdims)
+
+
+def var(x, axis=None, dtype=None, ddof=0, keepdims=False):
+    """The variance ``mean(|x - mean(x)|**2)`` over ``axis``, divided by ``N - ddof`` (numpy
+    semantics: a complex input gives a real variance; integers are computed in float64)."""
+    from .ufuncs import conj, multiply, real, subtract, true_divide
+    x = _prep(x)
+    a = typeof(x)
+    axes = _axes(x, axis)
+    work = dtype if dtype is not None else (a.dtype if is_inexact_dtype(a.dtype) else float64)
+    xs = lax.convert_element_type(x, work) if a.dtype != work else x
+    centered = subtract(xs, mean(xs, axes, keepdims=True))
+    sq = real(multiply(centered, conj(centered)))
+    total = sum(sq, axes, keepdims=keepdims)
+    n = count(x, axes)
+    out_dt = typeof(total).dtype
+    if isinstance(n, Tracer):
+        d = lax.convert_element_type(lax.max(lax.sub(n, np.int64(ddof)), np.int64(0)), out_dt)
+    else:
+        d = out_dt.type(builtins.max(n - ddof, 0))
+    return true_divide(total, d)
+
+
+def std(x, axis=None, dtype=None, ddof=0, keepdims=False):
+    """The standard deviation, ``sqrt(var(...))``."""
+    from .ufuncs import sqrt
+    return sqrt(var(x, axis, dtype, ddof, keepdims))
+
+
+def count_nonzero(x, axis=None, keepdims=False):
+    """How many elements are not zero (an int64 count)."""
+    from .ufuncs import not_equal
+    x = _prep(x)
+    nz = not_equal(x, typeof(x).dtype.type(0))
+    return sum(lax.convert_element_type(nz, int64), axis, keepdims=keepdims)

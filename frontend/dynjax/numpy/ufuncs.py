@@ -273,3 +273,55 @@ def clip(x, a_min=None, a_max=None):
     if a_max is not None:
         x = minimum(x, a_max)
     return x
+
+
+# --- classification and derived elementwise functions ---------------------------------------
+def _classify(name, test):
+    """``isnan`` / ``isinf``: ``test`` on float parts (real and imaginary for complex); always
+    False for integers and bools, as in numpy."""
+    def fn(x):
+        x = _arraylike(x)
+        (x,) = promote(x)
+        dtype = typeof(x).dtype
+        if is_complex_dtype(dtype):
+            return lax.bitwise_or(test(lax.real(x)), test(lax.imag(x)))
+        if not is_float_dtype(dtype):
+            from .creation import full_like
+            return full_like(x, False, dtype=bool)
+        return test(x)
+    fn.__name__ = name
+    fn.__doc__ = f"Elementwise ``{name}`` (numpy semantics)."
+    return fn
+
+
+isnan = _classify("isnan", lambda x: lax.ne(x, x))
+isinf = _classify("isinf", lambda x: lax.bitwise_and(lax.eq(x, x), lax.bitwise_not(lax.is_finite(x))))
+
+
+def _scaled(name, inner, outer, real_only=False):
+    """``outer(inner(x))`` with ``x`` computed in floating point (integers as float64);
+    ``real_only``: complex numbers are refused, as numpy does."""
+    def fn(x):
+        x = _to_float(_arraylike(x))
+        if real_only:
+            from ..lax.primitives import check_kinds
+            check_kinds(name, "ordered", typeof(x))
+        return outer(inner(x), typeof(x).dtype)
+    fn.__name__ = name
+    return fn
+
+
+def _times(c):
+    return lambda y, dt: lax.mul(y, np.asarray(c, dtype=dt) if not is_complex_dtype(dt) else np.asarray(c).astype(dt))
+
+
+log2 = _scaled("log2", lax.log, _times(1 / np.log(2)))
+log10 = _scaled("log10", lax.log, _times(1 / np.log(10)))
+deg2rad = _scaled("deg2rad", lambda x: x, _times(np.pi / 180), real_only=True)
+rad2deg = _scaled("rad2deg", lambda x: x, _times(180 / np.pi), real_only=True)
+
+
+def exp2(x):
+    """``2 ** x`` (integers are computed in float64)."""
+    x = _to_float(_arraylike(x))
+    return lax.pow(np.asarray(2, dtype=typeof(x).dtype), x)
