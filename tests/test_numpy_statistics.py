@@ -65,3 +65,40 @@ def test_elementwise(name):
     if name in ("isnan", "isinf"):
         z = np.array([1 + 1j, complex(np.nan, 0), complex(0, np.inf), complex(np.inf, np.nan)])
         compare(getattr(np, name), getattr(jnp, name), z)
+
+
+@pytest.mark.parametrize("name", ["nansum", "nanmean", "nanmax", "nanmin"])
+def test_nan_reductions(name):
+    x = np.array([[1.0, np.nan, 3.0], [np.nan, np.nan, np.nan], [-2.0, 0.5, np.inf]])
+    for n in (1, 2, 3):
+        for kw in ({}, {"axis": 0}, {"axis": 1}, {"axis": 1, "keepdims": True}):
+            compare(getattr(np, name), getattr(jnp, name), x[:n], **kw)
+    compare(getattr(np, name), getattr(jnp, name), np.arange(6).reshape(2, 3), axis=1)
+    if name in ("nansum", "nanmean"):
+        compare(getattr(np, name), getattr(jnp, name), x[:0], axis=0)
+
+
+@pytest.mark.parametrize("name", ["tril", "triu"])
+def test_triangles(name):
+    for n, m in [(0, 3), (1, 1), (3, 4), (4, 2)]:
+        x = np.arange(1.0, 1 + n * m).reshape(n, m)
+        for k in (-1, 0, 2):
+            compare(lambda v, k=k: getattr(np, name)(v, k), lambda v, k=k: getattr(jnp, name)(v, k), x)
+    compare(getattr(np, name), getattr(jnp, name), np.ones((2, 3, 3)))
+
+
+def test_atleast_tensordot_kron():
+    for f in ("atleast_1d", "atleast_2d", "atleast_3d"):
+        for x in (np.float64(2.0), np.arange(3.0), np.ones((2, 3)), np.ones((0, 2, 1))):
+            got, want = getattr(jnp, f)(x), getattr(np, f)(x)
+            assert np.shape(got) == want.shape
+            np.testing.assert_array_equal(got, want)
+    rng = np.random.default_rng(0)
+    for n in (0, 1, 4):
+        a, b = rng.normal(size=(n, 3, 2)), rng.normal(size=(3, 2, 5))
+        compare(lambda v: np.tensordot(v, b, 2), lambda v: jnp.tensordot(v, b, 2), a)
+        compare(lambda v: np.tensordot(v, b, ([1], [0])), lambda v: jnp.tensordot(v, b, ([1], [0])), a)
+        p, q = rng.normal(size=(n, 2)), rng.normal(size=(3, 2))
+        compare(lambda v: np.kron(v, q), lambda v: jnp.kron(v, q), p)
+        compare(lambda v: np.kron(q, v), lambda v: jnp.kron(q, v), p)
+    compare(lambda v: np.kron(v, np.arange(3.0)), lambda v: jnp.kron(v, np.arange(3.0)), np.ones(4))

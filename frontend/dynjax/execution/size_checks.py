@@ -40,7 +40,10 @@ def check_sizes(jaxpr: Jaxpr, known: Dict[int, int], describe_input, input_pos: 
 
     def walk(jx, env):
         def value(a):
-            return int(a.val) if isinstance(a, Literal) else env.get(id(a))
+            if isinstance(a, Literal):   # only integers are sizes (a float literal may be NaN)
+                kind = np.asarray(a.val).dtype.kind
+                return int(a.val) if kind in "biu" else None
+            return env.get(id(a))
         producer = {}
         for v in jx.invars:
             for d in dims_of(v.aval):

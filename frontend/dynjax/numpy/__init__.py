@@ -8,12 +8,13 @@ from ..core.avals import (bfloat16, bool_, complex64, complex128, float16, float
 from .creation import (arange, array, asarray, empty, empty_like, eye, full, full_like,  # noqa: F401
                        identity, linspace, ones, ones_like, zeros, zeros_like)
 from .indexing import getitem  # noqa: F401
-from .linalg_ops import convolve, dot, inner, matmul, outer, vdot  # noqa: F401
+from .linalg_ops import convolve, dot, inner, kron, matmul, outer, tensordot, vdot  # noqa: F401
 from .reductions import (all, amax, amin, any, argmax, argmin, count_nonzero, cumsum, max,  # noqa: F401
-                         mean, min, prod, size, std, sum, var)
+                         mean, min, nanmax, nanmean, nanmin, nansum, prod, size, std, sum, var)
 from .shape_ops import (astype, broadcast_to, concatenate, diff, expand_dims, flip, fliplr,  # noqa: F401
                         flipud, hstack, moveaxis, ndim, pad, ravel, reshape, roll, shape, squeeze,
-                        stack, swapaxes, transpose, vstack)
+                        stack, swapaxes, transpose, vstack, atleast_1d, atleast_2d, atleast_3d,
+                        tril, triu)
 from .sorting import argsort, sort  # noqa: F401
 from .ufuncs import (abs, absolute, add, angle, arccos, arcsin, arctan, arctan2, bitwise_and,  # noqa: F401
                      bitwise_or, bitwise_xor, cbrt, ceil, clip, conj, conjugate, cos, cosh, divide, equal, exp,

@@ -114,3 +114,41 @@ def convolve(a, v, mode="full"):
     start = lax.sub(short, 1) if not isinstance(short, int) else short - 1
     size = lax.add(lax.sub(long_, short), 1) if not isinstance(long_, int) else long_ - short + 1
     return getitem(full, slice(start, lax.add(start, size) if not isinstance(size, int) else start + size))
+
+
+def tensordot(a, b, axes=2):
+    """Sum products over ``axes``: an int (the last ``axes`` axes of ``a`` with the first of
+    ``b``) or a pair of axis sequences."""
+    import numbers
+    a, b = _prep(a, b)
+    na, nb = typeof(a).ndim, typeof(b).ndim
+    if isinstance(axes, numbers.Integral):
+        if not 0 <= axes <= min(na, nb):
+            raise ValueError(f"tensordot: axes={axes} is out of range for ranks {na} and {nb}")
+        ca, cb = tuple(range(na - axes, na)), tuple(range(axes))
+    else:
+        try:
+            ca, cb = axes
+        except (TypeError, ValueError):
+            raise TypeError("tensordot: axes must be an int or a pair of axis sequences") from None
+        ca = (ca,) if isinstance(ca, numbers.Integral) else tuple(ca)
+        cb = (cb,) if isinstance(cb, numbers.Integral) else tuple(cb)
+        if len(ca) != len(cb):
+            raise ValueError("tensordot: the two axis sequences must have the same length")
+        ca, cb = tuple(int(i) % na for i in ca), tuple(int(i) % nb for i in cb)
+    return lax.dot_general(a, b, ((ca, cb), ((), ())))
+
+
+def kron(a, b):
+    """The Kronecker product: block ``(i, j)`` of the result is ``a[i, j] * b``."""
+    from .ufuncs import multiply
+    from .shape_ops import reshape
+    a, b = _prep(a, b)
+    nd = max(typeof(a).ndim, typeof(b).ndim)
+    a = reshape(a, (1,) * (nd - typeof(a).ndim) + tuple(typeof(a).shape))
+    b = reshape(b, (1,) * (nd - typeof(b).ndim) + tuple(typeof(b).shape))
+    sa, sb = typeof(a).shape, typeof(b).shape
+    # interleave: a's axes at even positions, b's at odd ones, then merge each pair
+    ea = reshape(a, tuple(x for d in sa for x in (d, 1)))
+    eb = reshape(b, tuple(x for d in sb for x in (1, d)))
+    return reshape(multiply(ea, eb), tuple(p * q for p, q in zip(sa, sb)))

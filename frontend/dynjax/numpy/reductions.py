@@ -208,3 +208,49 @@ def count_nonzero(x, axis=None, keepdims=False):
     x = _prep(x)
     nz = not_equal(x, typeof(x).dtype.type(0))
     return sum(lax.convert_element_type(nz, int64), axis, keepdims=keepdims)
+
+
+def _without_nans(x, fill):
+    """``x`` with NaNs replaced by ``fill`` (integers and bools have none)."""
+    from .ufuncs import isnan, where
+    if not is_inexact_dtype(typeof(x).dtype):
+        return x
+    return where(isnan(x), fill, x)
+
+
+def nansum(x, axis=None, dtype=None, keepdims=False):
+    """``sum`` treating NaNs as zero."""
+    x = _prep(x)
+    return sum(_without_nans(x, 0), axis, dtype, keepdims)
+
+
+def nanmean(x, axis=None, dtype=None, keepdims=False):
+    """``mean`` of the elements that are not NaN (NaN where there is none)."""
+    from .ufuncs import isnan, logical_not, true_divide
+    x = _prep(x)
+    a = typeof(x)
+    out_dtype = dtype if dtype is not None else (a.dtype if is_inexact_dtype(a.dtype) else float64)
+    total = sum(_without_nans(x, 0), axis, out_dtype, keepdims)
+    kept = sum(lax.convert_element_type(logical_not(isnan(x)), int64), axis, keepdims=keepdims)
+    real = np.empty((), out_dtype).real.dtype
+    return true_divide(total, lax.convert_element_type(kept, real) if isinstance(kept, Tracer)
+                       else np.asarray(kept, real))
+
+
+def _nan_extremum(fn, name, fill):
+    def reduce(x, axis=None, keepdims=False):
+        from .ufuncs import isnan, where
+        x = _prep(x)
+        if not is_inexact_dtype(typeof(x).dtype):
+            return fn(x, axis, keepdims=keepdims)
+        out = fn(_without_nans(x, fill), axis, keepdims=keepdims)
+        # all NaN: NaN (as numpy, without its warning)
+        all_nan = all(isnan(x), axis, keepdims=keepdims)
+        return where(all_nan, typeof(out).dtype.type(np.nan), out)
+    reduce.__name__ = name
+    reduce.__doc__ = f"``{name[3:]}`` ignoring NaNs (NaN where every element is NaN)."
+    return reduce
+
+
+nanmax = _nan_extremum(max, "nanmax", -np.inf)
+nanmin = _nan_extremum(min, "nanmin", np.inf)

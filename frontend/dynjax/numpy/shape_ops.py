@@ -312,3 +312,56 @@ def diff(a, n=1, axis=-1, prepend=None, append=None):
     for _ in range(n):
         a = lax.ne(a[hi], a[lo]) if typeof(a).dtype == np.bool_ else a[hi] - a[lo]
     return a
+
+
+def atleast_1d(*arys):
+    """Each argument as an array of rank >= 1 (a list when several)."""
+    outs = [_atleast(a, 1) for a in arys]
+    return outs[0] if len(outs) == 1 else outs
+
+
+def atleast_2d(*arys):
+    """Each argument as an array of rank >= 2: ``x`` becomes ``x[None]``."""
+    outs = [_atleast(a, 2) for a in arys]
+    return outs[0] if len(outs) == 1 else outs
+
+
+def atleast_3d(*arys):
+    """Each argument as an array of rank >= 3 (numpy's placement: ``(1, n, 1)`` for a vector)."""
+    outs = [_atleast(a, 3) for a in arys]
+    return outs[0] if len(outs) == 1 else outs
+
+
+def _atleast(a, k):
+    a = _as_array(a)
+    nd = typeof(a).ndim
+    if nd >= k:
+        return a
+    if k == 3 and nd == 1:
+        return expand_dims(expand_dims(a, 0), 2)
+    if k == 3 and nd == 2:
+        return expand_dims(a, 2)
+    for _ in range(k - nd):
+        a = expand_dims(a, 0)
+    return a
+
+
+def _triangle(name, keep):
+    def fn(m, k=0):
+        from .ufuncs import where
+        m = _as_array(m)
+        a = typeof(m)
+        if a.ndim < 2:
+            raise ValueError(f"{name}: the input must have at least 2 dimensions, got {a.ndim}")
+        shape = a.shape[-2:]
+        rows = lax.broadcasted_iota(np.int64, shape, 0)
+        cols = lax.broadcasted_iota(np.int64, shape, 1)
+        mask = keep(lax.sub(cols, rows), int(k))
+        return where(mask, m, a.dtype.type(0))
+    fn.__name__ = name
+    fn.__doc__ = f"``{name}``: the elements {'on and below' if name == 'tril' else 'on and above'} the k-th diagonal."
+    return fn
+
+
+tril = _triangle("tril", lambda d, k: lax.le(d, np.int64(k)))
+triu = _triangle("triu", lambda d, k: lax.ge(d, np.int64(k)))
