@@ -97,7 +97,7 @@ EXCLUDED: Dict[str, str] = {
     "custom_lin": "the linear part of a custom_vjp function: it has no forward evaluation (running "
                   "it is the error for forward mode; transforms/custom.py, test_custom_and_extend.py)",
     "debug_callback": "a host callback with no results, never compiled (it runs as a host step); "
-                      "its eager and compiled output is compared in test_debug_print.py",
+                      "its eager and compiled output is compared in test_debug.py",
 }
 
 

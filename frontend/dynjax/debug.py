@@ -9,14 +9,30 @@ per iteration), so remove debug printing from hot loops when measuring speed.
 """
 from __future__ import annotations
 
+import threading
 from typing import Callable
 
+from .core.avals import aval_of_value
+from .core.trace import Tracer
 from .core.pytree import tree_flatten, tree_unflatten
 from .lax.effects import debug_callback_p
 
 __all__ = ["print", "callback"]
 
 _builtin_print = print
+# One lock for every debug.print, so that lines printed from several threads (each running
+# its own compiled function) never interleave: each line is written whole.
+_print_lock = threading.Lock()
+
+
+def _is_array_value(x) -> bool:
+    if isinstance(x, Tracer):
+        return True
+    try:
+        aval_of_value(x)
+    except TypeError:
+        return False
+    return True
 
 
 def callback(fn: Callable, *args, **kwargs) -> None:
@@ -25,12 +41,18 @@ def callback(fn: Callable, *args, **kwargs) -> None:
     if not callable(fn):
         raise TypeError(f"debug.callback: the first argument must be a function, got {type(fn).__name__}")
     leaves, tree = tree_flatten((args, kwargs))
+    # Array values (tracers, numpy arrays and scalars of a supported dtype, Python numbers)
+    # are operands; anything else (a str, a dtype, an object) is passed through unchanged,
+    # so eager and compiled calls see the same arguments.
+    dynamic = [_is_array_value(x) for x in leaves]
+    static = [None if d else x for x, d in zip(leaves, dynamic)]
 
     def run(*values):
-        a, kw = tree_unflatten(tree, values)
+        it = iter(values)
+        a, kw = tree_unflatten(tree, [next(it) if d else x for x, d in zip(static, dynamic)])
         fn(*a, **kw)
     run.__qualname__ = getattr(fn, "__qualname__", "callback")
-    debug_callback_p.bind(*leaves, callback=run, name=getattr(fn, "__name__", "callback"))
+    debug_callback_p.bind(*[x for x, d in zip(leaves, dynamic) if d], callback=run, name=getattr(fn, "__name__", "callback"))
 
 
 def print(fmt: str, *args, **kwargs) -> None:   # noqa: A001 (the name users expect)
@@ -40,6 +62,8 @@ def print(fmt: str, *args, **kwargs) -> None:   # noqa: A001 (the name users exp
         raise TypeError(f"debug.print: the format must be a str, got {type(fmt).__name__}")
 
     def show(*a, **kw):
-        _builtin_print(fmt.format(*a, **kw))
+        text = fmt.format(*a, **kw)   # formatted outside the lock (str of large arrays)
+        with _print_lock:
+            _builtin_print(text)
     show.__name__ = "print"
     callback(show, *args, **kwargs)
