@@ -21,7 +21,7 @@ dims, captured values and loop expansion work exactly as for user code.
 """
 from __future__ import annotations
 
-from typing import Any, List, Sequence
+from typing import Any, Sequence
 
 from .. import numpy as jnp
 from ..control_flow.binders import bind_cond, bind_for_loop, bind_scan, bind_while_loop
@@ -511,5 +511,3 @@ def _cond_transpose(cts, index, *ops, branches):
 
 transpose_rules[scan_p] = _scan_transpose
 transpose_rules[cond_p] = _cond_transpose
-
-_ = (Any, List)
