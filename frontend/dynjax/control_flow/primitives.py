@@ -341,3 +341,36 @@ def fixed_inputs(eqn):
     if eqn.primitive is cond_p:
         return [[(k, k + 1) for k in range(len(eqn.invars) - 1)] for _ in p["branches"]]
     return []
+
+
+# ----------------------------------------------------------------------------------------------
+# Helpers for the transformations of loops and conditionals (jvp, linearize, vmap)
+# ----------------------------------------------------------------------------------------------
+
+def carry_fixpoint(body, lead_flags, carry_flags, tail_flags, nimplicit: int, flows):
+    """Which carried values of a loop (and which extra outputs after them) a property
+    reaches, iterated until the carried flags are stable. ``flows(jaxpr, in_flags)`` gives
+    the output flags of one pass (data dependence on tangents, differing across a batch ...);
+    ``body``'s invars are ``lead + carries + tail`` and its outvars ``implicit + carries + extras``."""
+    flags = list(carry_flags)
+    while True:
+        out = flows(body, list(lead_flags) + flags + list(tail_flags))[nimplicit:]
+        new = [a or b for a, b in zip(flags, out[:len(flags)])]
+        if new == flags:
+            return flags, out[len(flags):]
+        flags = new
+
+
+def dim_positions(dim_vars, avals):
+    """For each variable of ``dim_vars`` (implicit carried sizes): the first (value index,
+    axis) whose type uses it, so a transformation can read the size off the value."""
+    where = []
+    for d in dim_vars:
+        for k, a in enumerate(avals):
+            hit = next((ax for ax, e in enumerate(a.shape) if e is d), None)
+            if hit is not None:
+                where.append((k, hit))
+                break
+        else:
+            raise NotImplementedError("a carried size that no carried array uses")
+    return where

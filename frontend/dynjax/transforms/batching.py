@@ -27,6 +27,7 @@ from typing import Any, List, Sequence
 
 import numpy as np
 
+from ..control_flow.primitives import carry_fixpoint, dim_positions
 from ..core.avals import same_dim
 from ..core.errors import api_boundary
 from ..core.primitive import Primitive, batching_rules
@@ -348,13 +349,8 @@ def _batched_outputs(jaxpr, flags) -> List[bool]:
 
 
 def _carry_fixpoint(body, lead, carry, tail, nimplicit):
-    flags = list(carry)
-    while True:
-        out = _batched_outputs(body, list(lead) + flags + list(tail))[nimplicit:]
-        new = [a or b for a, b in zip(flags, out[:len(flags)])]
-        if new == flags:
-            return flags, out[len(flags):]
-        flags = new
+    """Which carried values (and extra outputs) differ across the batch."""
+    return carry_fixpoint(body, lead, carry, tail, nimplicit, _batched_outputs)
 
 
 def _eval_batched(jaxpr, size, vals, batched, want):
@@ -373,19 +369,6 @@ def _eval_batched(jaxpr, size, vals, batched, want):
         else:
             res.append(o)
     return res
-
-
-def _dims_at(dim_vars, avals):
-    where = []
-    for d in dim_vars:
-        for k, a in enumerate(avals):
-            hit = next((ax for ax, e in enumerate(a.shape) if e is d), None)
-            if hit is not None:
-                where.append((k, hit))
-                break
-        else:
-            raise NotImplementedError("a carried size that no carried array uses")
-    return where
 
 
 def _member_dims(values, batched, positions):
@@ -410,7 +393,7 @@ def _for_loop_batch(size, vals, dims, *, body_jaxpr, body_nconsts, nimplicit, ap
     consts = _front_all(vals[:nc], dims[:nc], size, c_b)
     lower, upper, step = vals[nc:nc + 3]
     carries = _front_all(vals[nc + 4 + ni:], dims[nc + 4 + ni:], size, x_b)
-    at = _dims_at(body_jaxpr.invars[nc + 1:nc + 1 + ni], [v.aval for v in body_jaxpr.invars[nc + 1 + ni:]])
+    at = dim_positions(body_jaxpr.invars[nc + 1:nc + 1 + ni], [v.aval for v in body_jaxpr.invars[nc + 1 + ni:]])
 
     def body(i, xs):
         k = _member_dims(xs, x_b, at)
@@ -438,7 +421,7 @@ def _scan_batch(size, vals, dims, *, jaxpr, num_consts, num_carry, nimplicit, re
     carries = _front_all(vals[nc + 1 + ni:nc + 1 + num_carry], dims[nc + 1 + ni:nc + 1 + num_carry], size, x_b)
     # scanned inputs: the scan walks axis 0, so the batch axis goes second
     xs = [move_axis(v, d, 1) if d is not None else v for v, d in zip(vals[nc + 1 + num_carry:], dims[nc + 1 + num_carry:])]
-    at = _dims_at(jaxpr.invars[nc:nc + ni], [v.aval for v in jaxpr.invars[nc + ni:nc + ni + nx]])
+    at = dim_positions(jaxpr.invars[nc:nc + ni], [v.aval for v in jaxpr.invars[nc + ni:nc + ni + nx]])
 
     def body(carry, sl):
         k = _member_dims(carry, x_b, at)
@@ -466,7 +449,7 @@ def _cond_batch(size, vals, dims, *, branches):
                 return _eval_batched(br, size, list(ops_), op_b, [False] * nimp + out_b)[nimp:]
             return run
         outs = bind_cond(index, [make(br) for br in branches], ops)
-        at = _dims_at(branches[0].outvars[:nimp], [v.aval for v in branches[0].outvars[nimp:]])
+        at = dim_positions(branches[0].outvars[:nimp], [v.aval for v in branches[0].outvars[nimp:]])
         k = [typeof(outs[j]).shape[ax + (1 if out_b[j] else 0)] for j, ax in at]
         return k + list(outs), [None] * nimp + [0 if b else None for b in out_b]
     # the predicate differs across the batch: every branch runs, each member selects its own
@@ -503,7 +486,7 @@ def _while_batch(size, vals, dims, *, cond_jaxpr, body_jaxpr, cond_nconsts, body
     cconsts = _front_all(vals[:cc], dims[:cc], size, cc_b)
     bconsts = _front_all(vals[cc:cc + bc], dims[cc:cc + bc], size, bc_b)
     carries = _front_all(vals[cc + bc + ni:], dims[cc + bc + ni:], size, x_b)
-    at = _dims_at(body_jaxpr.invars[bc:bc + ni], [v.aval for v in body_jaxpr.invars[bc + ni:]])
+    at = dim_positions(body_jaxpr.invars[bc:bc + ni], [v.aval for v in body_jaxpr.invars[bc + ni:]])
 
     def pred(xs):
         k = _member_dims(xs, x_b, at)

@@ -21,17 +21,16 @@ dims, captured values and loop expansion work exactly as for user code.
 """
 from __future__ import annotations
 
-from typing import Any, Sequence
-
 from .. import numpy as jnp
 from ..control_flow.binders import bind_cond, bind_for_loop, bind_scan, bind_while_loop
-from ..control_flow.primitives import cond_p, for_loop_p, scan_p, while_loop_p
+from ..control_flow.primitives import (carry_fixpoint, cond_p, dim_positions, for_loop_p, scan_p,
+                                       while_loop_p)
 from ..core.avals import is_inexact_dtype, same_dim
-from ..lax import api as lax_api
 from ..core.interpret import eval_jaxpr
-from ..core.jaxpr import Jaxpr, Var
+from ..core.jaxpr import Jaxpr
 from ..core.primitive import jvp_rules, partial_eval_rules, transpose_rules
 from ..core.trace import typeof
+from ..lax import api as lax_api
 from .jvp import Zero, instantiate, jvp_flat
 from .partial_eval import dependence, dependence_rules, eval_known, eval_split, live_inputs
 from .transpose import UndefinedPrimal, backward_pass, is_undefined, zeros
@@ -44,32 +43,9 @@ def _nonzero(t) -> bool:
     return not isinstance(t, Zero)
 
 
-def _carry_fixpoint(body: Jaxpr, lead_flags: Sequence[bool], carry_flags: Sequence[bool],
-                    tail_flags: Sequence[bool], nimplicit: int, ncarry_out_offset: int = 0):
-    """Flags of the carried values (and of the extra outputs after them) that depend on the
-    flagged inputs, iterated until the carried flags are stable. ``body``'s invars are
-    ``lead + carries + tail`` and its outvars ``implicit + carries + extras``."""
-    flags = list(carry_flags)
-    while True:
-        out = dependence(body, list(lead_flags) + flags + list(tail_flags))[nimplicit:]
-        new = [a or b for a, b in zip(flags, out[:len(flags)])]
-        if new == flags:
-            return flags, out[len(flags):]
-        flags = new
-
-
-def _dim_positions(dim_vars: Sequence[Var], avals_of: Sequence[Any]):
-    """For each variable of ``dim_vars``: the first (value index, axis) whose type uses it."""
-    where = []
-    for d in dim_vars:
-        for k, a in enumerate(avals_of):
-            hit = next((ax for ax, e in enumerate(a.shape) if e is d), None)
-            if hit is not None:
-                where.append((k, hit))
-                break
-        else:
-            raise NotImplementedError("a carried size that no carried array uses")
-    return where
+def _carry_fixpoint(body: Jaxpr, lead_flags, carry_flags, tail_flags, nimplicit: int):
+    """Which carried values (and extra outputs) depend on the flagged inputs (tangents)."""
+    return carry_fixpoint(body, lead_flags, carry_flags, tail_flags, nimplicit, dependence)
 
 
 def _like(t, x):
@@ -116,7 +92,7 @@ def _for_loop_jvp(primals, tangents, *, body_jaxpr, body_nconsts, nimplicit, app
     x_nz, _ = _carry_fixpoint(body_jaxpr, [_nonzero(t) for t in c_t] + [False] * (1 + ni),
                               [_nonzero(t) for t in x_t], [], ni)
     x_nz = [nz and is_inexact_dtype(typeof(x).dtype) for nz, x in zip(x_nz, xs)]
-    dims_at = _dim_positions(body_jaxpr.invars[nc + 1:nc + 1 + ni], [v.aval for v in body_jaxpr.invars[nc + 1 + ni:]])
+    dims_at = dim_positions(body_jaxpr.invars[nc + 1:nc + 1 + ni], [v.aval for v in body_jaxpr.invars[nc + 1 + ni:]])
     init_t = [instantiate(t) if nz else None for t, nz in zip(x_t, x_nz)]
 
     def body(i, carry):
@@ -143,7 +119,7 @@ def _while_loop_jvp(primals, tangents, *, cond_jaxpr, body_jaxpr, cond_nconsts, 
     x_nz, _ = _carry_fixpoint(body_jaxpr, [_nonzero(t) for t in b_t] + [False] * ni,
                               [_nonzero(t) for t in x_t], [], ni)
     x_nz = [nz and is_inexact_dtype(typeof(x).dtype) for nz, x in zip(x_nz, xs)]
-    dims_at = _dim_positions(body_jaxpr.invars[bc:bc + ni], [v.aval for v in body_jaxpr.invars[bc + ni:]])
+    dims_at = dim_positions(body_jaxpr.invars[bc:bc + ni], [v.aval for v in body_jaxpr.invars[bc + ni:]])
     init_t = [instantiate(t) if nz else None for t, nz in zip(x_t, x_nz)]
 
     def cond_fun(carry):
@@ -178,7 +154,7 @@ def _scan_jvp(primals, tangents, *, jaxpr, num_consts, num_carry, nimplicit, rev
     x_nz = [nz and is_inexact_dtype(typeof(x).dtype) for nz, x in zip(x_nz, carries)]
     y_avals = [v.aval for v in jaxpr.outvars[num_carry:]]
     y_nz = [nz and is_inexact_dtype(a.dtype) for nz, a in zip(y_nz, y_avals)]
-    dims_at = _dim_positions(jaxpr.invars[nc:nc + ni], [v.aval for v in jaxpr.invars[nc + ni:nc + num_carry]])
+    dims_at = dim_positions(jaxpr.invars[nc:nc + ni], [v.aval for v in jaxpr.invars[nc + ni:nc + num_carry]])
     init_t = [instantiate(t) if nz else None for t, nz in zip(x_t, x_nz)]
     xs_nz = [_nonzero(t) for t in xs_t]
 
@@ -213,7 +189,7 @@ def _scan_jvp(primals, tangents, *, jaxpr, num_consts, num_carry, nimplicit, rev
 
 def _implicit_out_positions(branch: Jaxpr):
     nimp = branch.out_explicit.count(False)
-    return nimp, _dim_positions(branch.outvars[:nimp], [v.aval for v in branch.outvars[nimp:]])
+    return nimp, dim_positions(branch.outvars[:nimp], [v.aval for v in branch.outvars[nimp:]])
 
 
 def _cond_jvp(primals, tangents, *, branches):
