@@ -230,7 +230,7 @@ def _bits_equal(a, b):
 
 
 REFUSED = [  # (what, dtype): each a TypeError naming the operation and the dtype
-    (lambda x: x < x, "c64"), (lambda x: jnp.maximum(x, x), "c128"), (lambda x: jnp.sort(x), "c64"),
+    (lambda x: x < x, "c64"), (lambda x: jnp.maximum(x, x), "c128"), (lambda x: jnp.histogram(x), "c64"),
     (lambda x: jnp.max(x), "c128"), (lambda x: jnp.argmax(x), "c64"), (lambda x: jnp.floor(x), "c64"),
     (lambda x: x & x, "f32"), (lambda x: ~x, "f64"), (lambda x: x - x, "bool"),
     (lambda x: x % x, "c128"), (lambda x: x // x, "c64"), (lambda x: dynjax.lax.atan2(x, x), "c128"),
@@ -324,10 +324,41 @@ CALLS = {
     "roll": lambda f: lambda x, y: f(x, 1),
     "squeeze": lambda f: lambda x, y: f(x[None], 0),
     "where": lambda f: lambda x, y: f(x != x, x, y),
+    **{n: (lambda f: lambda x, y: f(x)) for n in [
+        "flatnonzero", "argwhere", "unique"]},
+    "nonzero": lambda f: lambda x, y: f(x)[0],
+    "unique_values": lambda f: lambda x, y: _sorted(f(x)),   # numpy 2.3+: in no set order
+    "unique_counts": lambda f: lambda x, y: f(x)[1],
+    "unique_inverse": lambda f: lambda x, y: f(x)[1],
+    "bincount": lambda f: lambda x, y: f(x % 7),
+    "unique_all": lambda f: lambda x, y: f(x)[1],
+    "histogram": lambda f: lambda x, y: f(x)[0],
+    "compress": lambda f: lambda x, y: f(x != y, x),
+    "extract": lambda f: lambda x, y: f(x != y, x),
+    "take": lambda f: lambda x, y: f(x, [0, 4, 2, -1]),
+    "take_along_axis": lambda f: lambda x, y: f(x, np.array([3, 1, 0, 1]), 0),
+    "put": lambda f: (lambda x, y: _put_numpy(x, y)) if f is np.put else
+    (lambda x, y: f(x, [0, 2], y[:2], inplace=False)),
+    "searchsorted": lambda f: lambda x, y: f(_sorted(x), y),
+    "digitize": lambda f: lambda x, y: f(x, _sorted(y)),
+    "interp": lambda f: lambda x, y: f(x, _sorted(y), y),
 }
+
+
+def _sorted(x):   # numpy's sort of bfloat16 (kind "V") does not put NaN last
+    return np.sort(x) if isinstance(x, np.ndarray) and x.dtype.kind != "V" else jnp.sort(x)
+
+
+def _put_numpy(x, y):
+    out = x.copy()
+    np.put(out, [0, 2], y[:2])
+    return out
+
+
 NOT_PER_DTYPE = {  # public callables that take no array of a given dtype
     "arange", "empty", "eye", "full", "identity", "linspace", "ones", "zeros", "promote_types",
     "result_type", "getitem", "astype_", "indexing",
+    "at",   # x.at[idx] has no numpy counterpart: tests/test_indexing.py covers every dtype
 }
 
 

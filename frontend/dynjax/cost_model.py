@@ -292,6 +292,16 @@ for _p in (P.broadcast_in_dim_p, P.iota_p, P.reshape_p, P.transpose_p, P.squeeze
     cost_rules[_p] = _free
 
 
+def _scatter_cost(eqn, sz):
+    # one combining operation per update element (a set copies only)
+    z = Expr.const(0)
+    return Cost(z if eqn.params["kind"] == "set" else sz.elements(eqn.invars[2].aval), z, z, z)
+
+
+cost_rules[P.gather_p] = _free
+cost_rules[P.scatter_p] = _scatter_cost
+
+
 def _label(eqn) -> str:
     info = eqn.source_info
     return f"{eqn.primitive.name}@line{info[1]}" if info else eqn.primitive.name

@@ -70,6 +70,7 @@ class JaxprTrace(Trace):
         self._captured_ids: Dict[int, Tracer] = {}
         self.known_dims: set = set()            # ids of tracers used as a dimension somewhere
         self._memo: Dict[object, Tracer] = {}   # see ``memoized``
+        self._recorded: Dict[object, tuple] = {}   # see ``_reuse_key``
         self._by_sym: Dict[tuple, Tracer] = {}  # (dtype, weak, expression) -> its tracer
         self.symbol_names = parent.symbol_names if parent is not None else [0]
 
@@ -225,6 +226,34 @@ class JaxprTrace(Trace):
 
     # --- recording ----------------------------------------------------------------------------
     def process_primitive(self, primitive, tracers, params):
+        key = self._reuse_key(primitive, tracers, params)
+        if key is not None:
+            seen = self._recorded.get(key)
+            if seen is not None and all(a is b or a.literal is not None for a, b in zip(seen[0], tracers)):
+                return seen[1]   # the same pure operation on the same operands: one result
+        out = self._record(primitive, tracers, params)
+        if key is not None:
+            self._recorded[key] = (tuple(tracers), out)
+        return out
+
+    @staticmethod
+    def _reuse_key(primitive, tracers, params):
+        """A key under which a pure equation's results are reused when the same primitive is
+        applied again to the same operands with the same params, or None. Reuse is what
+        makes two masks ``x > 0`` written twice (and the sizes they select) one value."""
+        if primitive in effectful_primitives or any(
+                isinstance(v, (Jaxpr, tuple)) and _holds_jaxpr(v) for v in params.values()):
+            return None
+        ops = tuple(("lit", str(t.literal.aval), repr(t.literal.val)) if t.literal is not None else id(t)
+                    for t in tracers)
+        try:
+            key = (primitive, ops, tuple(sorted(params.items())))
+            hash(key)
+        except TypeError:
+            return None
+        return key
+
+    def _record(self, primitive, tracers, params):
         rule = abstract_eval_rules.get(primitive)
         if rule is None:
             raise NotImplementedError(f"primitive {primitive.name} has no abstract evaluation rule")
@@ -379,3 +408,9 @@ def is_known_dim(x) -> bool:
 def new_jaxpr_trace(parent: Optional[JaxprTrace] = None):
     """Context manager opening a staging scope (nested in ``parent`` when given)."""
     return new_trace(JaxprTrace(next_level(), parent), dynamic=True)
+
+
+def _holds_jaxpr(v) -> bool:
+    if isinstance(v, Jaxpr):
+        return True
+    return isinstance(v, tuple) and any(_holds_jaxpr(x) for x in v)

@@ -312,6 +312,30 @@ def _getitem(self, idx):
 Tracer.__getitem__ = _getitem
 
 
+def _setitem(self, idx, value):
+    raise TypeError("dynjax arrays are immutable: instead of x[idx] = y, write x = x.at[idx].set(y) "
+                    "(or .add, .multiply, .min, .max, ...)")
+
+
+Tracer.__setitem__ = _setitem
+
+
+def _at(self):
+    from ..numpy import indexing
+    return indexing.IndexUpdateHelper(self)
+
+
+Tracer.at = property(_at, doc="``x.at[idx].set(v)`` and friends: functional updates (see dynjax.numpy.at)")
+
+
+def _nonzero_method(self, *, size=None, fill_value=None):
+    from ..numpy import selection
+    return selection.nonzero(self, size=size, fill_value=fill_value)
+
+
+Tracer.nonzero = _nonzero_method
+
+
 def is_concrete(x) -> bool:
     return not isinstance(x, Tracer)
 

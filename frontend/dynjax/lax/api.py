@@ -246,3 +246,49 @@ def concatenate(operands, dimension: int):
 
 def pad(x, padding_value, padding_config):
     return P.pad_p.bind(x, padding_value, padding_config=tuple(tuple(int(v) for v in c) for c in padding_config))
+
+
+# --- gather and scatter ----------------------------------------------------------------------
+def gather(x, indices, axes):
+    """Rows of ``indices`` (shape ``B + (len(axes),)``) index ``axes`` of ``x``; the result has
+    shape ``B`` + the other axes of ``x``. Indices are clamped into range."""
+    return P.gather_p.bind(x, indices, axes=tuple(int(a) for a in axes))
+
+
+def scatter(x, indices, updates, axes, kind="set"):
+    """A copy of ``x`` with the rows of ``updates`` written (``kind="set"``) or combined
+    (``"add" "mul" "min" "max"``) at the rows of ``indices``; out-of-range rows are dropped."""
+    return P.scatter_p.bind(x, indices, updates, axes=tuple(int(a) for a in axes), kind=kind)
+
+
+def index_sizes(shape, axes):
+    """The sizes of ``axes`` of ``shape`` as an int64 vector (traced when one is dynamic): the
+    exclusive upper bounds of index rows into those axes."""
+    sizes = [shape[a] for a in axes]
+    if all(not isinstance(d, Tracer) for d in sizes):
+        return np.array([int(d) for d in sizes], dtype=int64)
+    parts = [broadcast_in_dim(convert_element_type(d, int64) if isinstance(d, Tracer) else np.int64(d), (1,), ())
+             for d in sizes]
+    return concatenate(parts, 0)
+
+
+def _rows_bound(indices, shape, axes):
+    a = typeof(indices)
+    return broadcast_in_dim(index_sizes(shape, axes), a.shape, (a.ndim - 1,))
+
+
+def rows_in_bounds(indices, shape, axes):
+    """For each row of ``indices`` (shape ``B + (k,)``): is every entry inside ``axes`` of
+    ``shape``? A bool array of shape ``B``."""
+    a = typeof(indices)
+    ok = P.and_p.bind(P.ge_p.bind(indices, np.zeros((), a.dtype)),
+                      P.lt_p.bind(indices, convert_element_type(_rows_bound(indices, shape, axes), a.dtype)))
+    return reduce_min(ok, (a.ndim - 1,))
+
+
+def clamp_rows(indices, shape, axes):
+    """``indices`` with each entry clamped into ``[0, size - 1]`` of its axis (an empty axis
+    clamps to 0)."""
+    a = typeof(indices)
+    hi = P.sub_p.bind(convert_element_type(_rows_bound(indices, shape, axes), a.dtype), np.ones((), a.dtype))
+    return P.max_p.bind(P.min_p.bind(indices, hi), np.zeros((), a.dtype))

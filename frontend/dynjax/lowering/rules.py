@@ -849,15 +849,15 @@ def _pad_to_at_least(ctx, x, dims, sizes, dtype):
     highs = []
     for d, s in zip(dims, sizes):
         if isinstance(d, int):
-            highs.append(0)
+            highs.append(max(int(s) - d, 0))
         else:
             gap = hlo.SubtractOp(ctx.constant(int(s), _I64), ctx.dim_value(d)).result
             highs.append(hlo.MaxOp(gap, zero).result)
     et = ir.RankedTensorType(x.type).element_type
     pad_value = ctx.constant(0, dtype)
     lows = ctx.shape_tensor([0] * len(dims))
-    t = ir.RankedTensorType.get([ir.ShapedType.get_dynamic_size() if not isinstance(d, int) else d
-                                 for d in dims], et)
+    t = ir.RankedTensorType.get([ir.ShapedType.get_dynamic_size() if not isinstance(d, int) else max(d, int(s))
+                                 for d, s in zip(dims, sizes)], et)
     return hlo.DynamicPadOp(t, x, pad_value, lows, ctx.shape_tensor(highs), lows).result
 
 
@@ -903,6 +903,54 @@ def _pad(ctx, eqn, x, padding_value, *, padding_config):
     hi = [int(c[1]) for c in padding_config]
     interior = [int(c[2]) for c in padding_config]
     return hlo.PadOp(x, padding_value, lo, hi, interior, results=[ctx.ir_type(_out(eqn))]).result
+
+
+# ----------------------------------------------------------------------------------------------
+# Gather and scatter
+# ----------------------------------------------------------------------------------------------
+
+@register_lowering(P.gather_p)
+def _gather(ctx, eqn, x, idx, *, axes):
+    a, out = _in(eqn), _out(eqn)
+    nb = _in(eqn, 1).ndim - 1
+    # stablehlo.gather clamps each start so the size-1 slice fits, like the impl; an indexed
+    # axis that may be empty is padded to one zero so that the clamped read is defined
+    if any(not (isinstance(a.shape[d], int) and a.shape[d] >= 1) for d in axes):
+        x = _pad_to_at_least(ctx, x, a.shape, [1 if d in axes else 0 for d in range(a.ndim)], a.dtype)
+    dn = hlo.GatherDimensionNumbers.get(
+        offset_dims=[nb + i for i in range(a.ndim - len(axes))], collapsed_slice_dims=sorted(axes),
+        operand_batching_dims=[], start_indices_batching_dims=[], start_index_map=list(axes),
+        index_vector_dim=nb)
+    sizes = [1 if d in axes else a.shape[d] for d in range(a.ndim)]
+    if is_static(sizes):
+        return hlo.GatherOp(x, idx, dn, [int(s) for s in sizes], indices_are_sorted=False).result
+    return hlo.DynamicGatherOp(x, idx, ctx.shape_tensor(sizes), dn, results=[ctx.ir_type(out)]).result
+
+
+_SCATTER_COMBINE = {"add": (hlo.OrOp, hlo.AddOp), "mul": (hlo.AndOp, hlo.MulOp),
+                    "min": (hlo.AndOp, hlo.MinOp), "max": (hlo.OrOp, hlo.MaxOp)}
+
+
+@register_lowering(P.scatter_p)
+def _scatter(ctx, eqn, x, idx, updates, *, axes, kind):
+    a = _in(eqn)
+    nb = _in(eqn, 1).ndim - 1
+    dn = hlo.ScatterDimensionNumbers.get(
+        update_window_dims=[nb + i for i in range(a.ndim - len(axes))], inserted_window_dims=sorted(axes),
+        input_batching_dims=[], scatter_indices_batching_dims=[], scattered_dims_to_operand_dims=list(axes),
+        index_vector_dim=nb)
+    op = hlo.ScatterOp([ctx.ir_type(_out(eqn))], [x], idx, [updates], dn,
+                       indices_are_sorted=False, unique_indices=False)
+    st = _scalar_type(x)
+    block = op.update_computation.blocks.append(st, st)
+    old, new = block.arguments
+    with ir.InsertionPoint(block):
+        if kind == "set":
+            hlo.ReturnOp([new])
+        else:
+            bool_op, num_op = _SCATTER_COMBINE[kind]
+            hlo.ReturnOp([(bool_op if a.dtype == _BOOL else num_op)(old, new).result])
+    return op.results[0]
 
 
 # ----------------------------------------------------------------------------------------------

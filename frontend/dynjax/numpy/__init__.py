@@ -7,7 +7,10 @@ from ..core.avals import (bfloat16, bool_, complex64, complex128, float16, float
                           int8, int16, int32, int64, uint8, uint16, uint32, uint64)
 from .creation import (arange, array, asarray, empty, empty_like, eye, full, full_like,  # noqa: F401
                        identity, linspace, ones, ones_like, zeros, zeros_like)
-from .indexing import getitem  # noqa: F401
+from .indexing import at, getitem  # noqa: F401
+from .selection import (argwhere, bincount, compress, digitize, extract, flatnonzero, histogram,  # noqa: F401
+                        interp, nonzero, put, searchsorted, take, take_along_axis, unique, unique_all,
+                        unique_counts, unique_inverse, unique_values)
 from .linalg_ops import convolve, dot, inner, kron, matmul, outer, tensordot, vdot  # noqa: F401
 from .reductions import (all, amax, amin, any, argmax, argmin, count_nonzero, cumsum, max,  # noqa: F401
                          mean, min, nanmax, nanmean, nanmin, nansum, prod, size, std, sum, var)

@@ -260,8 +260,11 @@ def isrealobj(x):
 
 def where(condition, x=None, y=None):
     """``x`` where ``condition`` else ``y`` (three-argument form), broadcasting all three."""
+    if x is None and y is None:
+        from .selection import nonzero
+        return nonzero(condition)   # numpy: where(condition) is nonzero(condition)
     if x is None or y is None:
-        raise TypeError("dynjax.numpy.where needs three arguments (the one-argument form has a data-dependent shape)")
+        raise ValueError("either both or neither of x and y should be given")
     x, y = promote(x, y)
     cond, x, y = broadcast_arrays(_truth(condition), x, y)
     return lax.select(cond, x, y)

@@ -317,6 +317,39 @@ batching_rules[P.concatenate_p] = _concatenate_rule
 batching_rules[P.pad_p] = _pad_rule
 
 
+def _with_member_column(idx, size):
+    """Index rows (batch axis first) with the member's own number prepended to each row."""
+    ia = typeof(idx)
+    member = lax.broadcasted_iota(ia.dtype, tuple(ia.shape[:-1]) + (1,), 0)
+    return lax.concatenate([member, idx], ia.ndim - 1)
+
+
+def _gather_rule(size, vals, dims, *, axes):
+    (x, idx), (dx, di) = vals, dims
+    shifted = tuple(a + 1 for a in axes)
+    if di is None:   # one set of rows for every member: the batch axis is read whole
+        return lax.gather(move_axis(x, dx, 0), idx, shifted), typeof(idx).ndim - 1
+    idx = move_axis(idx, di, 0)
+    if dx is None:
+        return lax.gather(x, idx, axes), 0
+    return lax.gather(move_axis(x, dx, 0), _with_member_column(idx, size), (0,) + shifted), 0
+
+
+def _scatter_rule(size, vals, dims, *, axes, kind):
+    (x, idx, u), (dx, di, du) = vals, dims
+    x = to_front(x, dx, size)
+    shifted = tuple(a + 1 for a in axes)
+    u = to_front(u, du, size)
+    if di is None:   # the same rows for every member: the batch axis is a window of each row
+        return lax.scatter(x, idx, move_axis(u, 0, typeof(idx).ndim - 1), shifted, kind), 0
+    idx = _with_member_column(move_axis(idx, di, 0), size)
+    return lax.scatter(x, idx, u, (0,) + shifted, kind), 0
+
+
+batching_rules[P.gather_p] = _gather_rule
+batching_rules[P.scatter_p] = _scatter_rule
+
+
 def _debug_callback_rule(size, vals, dims, **params):
     # the callback sees the whole batch (batch axis first) at once
     return P_effects.debug_callback_p.bind(*[v if d is None else move_axis(v, d, 0)

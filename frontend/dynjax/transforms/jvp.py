@@ -455,6 +455,55 @@ def _dynamic_update_slice_rule(primals, tangents):
 jvp_rules[P.dynamic_update_slice_p] = _dynamic_update_slice_rule
 
 
+# gather reads, so it is linear in the operand; the indices are never differentiated
+jvp_rules[P.gather_p] = _linear(P.gather_p)
+
+
+def _scatter_rule(primals, tangents, *, axes, kind):
+    x, idx, u = primals
+    tx, tu = tangents[0], tangents[2]
+    out = P.scatter_p.bind(x, idx, u, axes=axes, kind=kind)
+    if not is_inexact_dtype(typeof(out).dtype):
+        return out, _zero_like(out)
+
+    def scatter(into, updates, how):
+        return P.scatter_p.bind(into, idx, updates, axes=axes, kind=how)
+
+    def gather(v):
+        return P.gather_p.bind(v, idx, axes=axes)
+    if kind in ("set", "add"):   # linear in the operand and the updates together
+        return out, scatter(instantiate(tx), instantiate(tu), kind)
+    xa, ua = typeof(x), typeof(u)
+    zeros_x = zeros_from_aval(xa)
+    if kind == "mul":
+        # out = x * M, M the product of the updates landing at each position; the derivative
+        # of M by one update is the product of the others, counted without dividing by zero
+        # (as reduce_prod's rule does): p the product of the non-zero updates and z the
+        # number of zero ones at the position
+        ones_x = _to_shape(_const(x, 1), x)
+        m = scatter(ones_x, u, "mul")
+        is_zero = P.eq_p.bind(u, _const(u, 0))
+        p = gather(scatter(ones_x, _safe(u, is_zero), "mul"))
+        z = gather(scatter(zeros_x, _mask(is_zero, u), "add"))
+        no_zero = _mask(P.eq_p.bind(z, _const(z, 0)), u)
+        lone_zero = mul(_mask(P.eq_p.bind(z, _const(z, 1)), u), _mask(is_zero, u))
+        others = add(mul(no_zero, div(p, _safe(u, is_zero))), mul(lone_zero, p))
+        terms = [None if isinstance(tx, Zero) else mul(tx, m),
+                 None if isinstance(tu, Zero) else mul(x, scatter(zeros_x, mul(tu, others), "add"))]
+        return out, _accumulate(terms, out)
+    # min / max: the mean of the tangents of every source equal to the result (ties split
+    # evenly, as reduce_max's rule does); rows out of range are dropped by the scatters
+    from_x = _mask(P.eq_p.bind(x, out), x)
+    from_u = _mask(P.eq_p.bind(u, gather(out)), u)
+    count = add(from_x, scatter(zeros_x, from_u, "add"))
+    count = P.max_p.bind(count, _to_shape(_const(count, 1), count))
+    num = add(mul(instantiate(tx), from_x), scatter(zeros_x, mul(instantiate(tu), from_u), "add"))
+    return out, div(num, count)
+
+
+jvp_rules[P.scatter_p] = _scatter_rule
+
+
 def _concatenate_rule(primals, tangents, *, dimension, num_operands):
     xs, sizes = primals[:num_operands], primals[num_operands:]
     out = P.concatenate_p.bind(*xs, *sizes, dimension=dimension, num_operands=num_operands)

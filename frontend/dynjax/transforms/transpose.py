@@ -356,6 +356,56 @@ transpose_rules[P.dynamic_update_slice_p] = _dynamic_update_slice_t
 transpose_rules[P.concatenate_p] = _concatenate_t
 
 
+def _gather_t(ct, x, idx, *, axes):
+    # every row read one element (clamped into range); their cotangents add up there
+    shape = x.aval.shape
+    return [lax.scatter(zeros(x.aval), lax.clamp_rows(idx, shape, axes), ct, axes, "add"), None]
+
+
+def _member_mask(mask, like):
+    """A per-row ``mask`` (shape ``B``) as 0/1 over the rows' elements (the shape of ``like``)."""
+    la = typeof(like)
+    m = lax.convert_element_type(mask, la.dtype)
+    return lax.broadcast_in_dim(m, la.shape, tuple(range(typeof(mask).ndim)))
+
+
+def _last_writers(idx, shape, axes):
+    """For each row of ``idx``: is it in range and the last row to write its position (the one a
+    ``set`` keeps)?"""
+    from ..numpy.shape_ops import reshape
+    ia = typeof(idx)
+    rows = ia.shape[:-1]
+    n = 1
+    for d in rows:
+        n = n * d
+    flat = reshape(idx, (n, len(axes)))
+    ids = lax.broadcasted_iota(np.int64, (n,), 0)
+    owners = lax.broadcast_in_dim(np.int64(-1), tuple(shape[a] for a in axes), ())
+    owners = lax.scatter(owners, flat, ids, tuple(range(len(axes))), "set")
+    won = P.eq_p.bind(lax.gather(owners, flat, tuple(range(len(axes)))), ids)
+    won = P.and_p.bind(won, lax.rows_in_bounds(flat, shape, axes))
+    return reshape(won, rows)
+
+
+def _scatter_t(ct, x, idx, u, *, axes, kind):
+    if kind not in ("set", "add"):
+        raise NotImplementedError(f"transpose of scatter_{kind} (it is not linear)")
+    xa = x.aval if is_undefined(x) else typeof(x)
+    outs = [None, None, None]
+    if is_undefined(x):
+        outs[0] = ct if kind == "add" else lax.scatter(ct, idx, zeros(u.aval if is_undefined(u) else typeof(u)),
+                                                      axes, "set")
+    if is_undefined(u):
+        read = lax.gather(ct, idx, axes)
+        keep = lax.rows_in_bounds(idx, xa.shape, axes) if kind == "add" else _last_writers(idx, xa.shape, axes)
+        outs[2] = P.mul_p.bind(read, _member_mask(keep, read))
+    return outs
+
+
+transpose_rules[P.gather_p] = _gather_t
+transpose_rules[P.scatter_p] = _scatter_t
+
+
 # ----------------------------------------------------------------------------------------------
 # Rules: dot_general and sort
 # ----------------------------------------------------------------------------------------------
