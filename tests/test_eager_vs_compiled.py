@@ -661,6 +661,35 @@ def _dynamic_update_slice(draw, prim):
                    dyn=(DYN, DYN, None, None))
 
 
+@cases("gather")
+def _gather(draw, prim):
+    dt = _dtype(draw, CATALOGUE)
+    n = _size(draw)
+    k = draw(st.integers(0, 5))
+    axes = draw(st.sampled_from([(0,), (1,), (1, 0), (0, 1)]))
+    # rows out of range too: gather clamps them (and reads zeros on an empty axis)
+    rows = np.array(draw(st.lists(st.lists(st.integers(-2, 6), min_size=len(axes), max_size=len(axes)),
+                                  min_size=k, max_size=k)), I64).reshape(k, len(axes))
+    return fn_case("gather", (axes, k), lambda: lambda x, i: lax.gather(x, i, axes),
+                   lambda: [_array(draw, dt, (n, 4)), rows], dyn=(DYN, None))
+
+
+@cases("scatter")
+def _scatter(draw, prim):
+    kind = draw(st.sampled_from(["set", "add", "mul", "min", "max"]))
+    dt = _dtype(draw, FLOATS + INTS + (BOOL,) if kind in ("min", "max") else CATALOGUE)
+    n = _size(draw)
+    k = draw(st.integers(0, 5))
+    # distinct rows for set and for float combiners (the order of repeated rows is unspecified
+    # there); integer and bool combiners are exact in any order, so they get repeats too
+    exact = kind in ("min", "max") or not (dt in INEXACT)
+    rows = draw(st.lists(st.integers(-1, 5), min_size=k, max_size=k, unique=not exact or kind == "set"))
+    rows = np.array(rows, I64).reshape(len(rows), 1)
+    return fn_case("scatter", (kind, len(rows)), lambda: lambda x, i, u: lax.scatter(x, i, u, (1,), kind),
+                   lambda: [_array(draw, dt, (n, 4)), rows, _array(draw, dt, (len(rows), n))],
+                   dyn=({0: "n"}, None, {1: "n"}))
+
+
 @cases("concatenate")
 def _concatenate(draw, prim):
     dt = _dtype(draw, CATALOGUE)

@@ -131,7 +131,7 @@ def test_boolean_subtract_is_an_error():
 
 
 @pytest.mark.parametrize("idx,exc", [(5, IndexError), (-6, IndexError), ((0, 0, 0), IndexError),
-                                     (np.array([0, 1]), IndexError), ((Ellipsis, Ellipsis), IndexError),
+                                     (np.array([0.5, 1]), IndexError), ((Ellipsis, Ellipsis), IndexError),
                                      (slice(None, None, 0), ValueError), ("a", IndexError)])
 def test_bad_static_index(idx, exc):
     trace_error(exc, lambda x: x[idx], np.ones((5, 2)))
@@ -157,9 +157,9 @@ def test_concatenate_mismatch():
     assert "float64[n,3] and float64[m,4]" in msg, msg
 
 
-def test_where_one_argument_form():
-    msg = trace_error(TypeError, lambda x: jnp.where(x > 0), np.ones(3))
-    assert "three arguments" in msg
+def test_where_needs_both_or_neither_branch():
+    msg = trace_error(ValueError, lambda x: jnp.where(x > 0, x), np.ones(3))
+    assert "both or neither" in msg
 
 
 def test_eager_errors_are_numpy_like():

@@ -234,7 +234,7 @@ def test_every_transpose_rule_runs_in_the_cases(monkeypatch):
         vjp(pullback, output_cotangents(out, rng))[1](tuple(primals))   # and a transpose of transposes
     linear = {p.name for p in transpose_rules if any(p is q for q in J.catalogue())}
     assert linear >= {"add", "mul", "dot_general", "reduce_sum", "broadcast_in_dim", "sort", "pad",
-                      "dynamic_update_slice", "concatenate", "cumsum", "select_n"}
+                      "dynamic_update_slice", "concatenate", "cumsum", "select_n", "gather", "scatter"}
     # sub's jvp is an add of a neg, so no linearized program holds a sub: checked directly below
     assert not linear - {p.name for p in used} - {"sub"}, linear - {p.name for p in used}
 

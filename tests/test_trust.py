@@ -102,7 +102,8 @@ def test_list_of_numbers_is_a_pytree_of_scalars():
 def test_narrow_integer_size_is_one_dim(kind):
     jx = make_jaxpr(lambda n: jnp.zeros(n) + jnp.zeros(n))(kind(3))
     assert str(jx).count("convert_element_type") <= 1   # one conversion (none if widened on input)
-    assert str(jx).count(":f64[") == 3 and str(jx).count(":f64[b]") in (0, 3)
+    # the two zeros(n) are one equation (the same pure operation on the same size), then the add
+    assert str(jx).count(":f64[") == 2 and str(jx).count(":f64[b]") in (0, 2)
     f = qjit(lambda n: jnp.zeros(n) + jnp.ones(n) * 2)
     for n in [3, 0, 1]:
         np.testing.assert_array_equal(f(kind(n)), np.full(n, 2.0))

@@ -289,6 +289,8 @@ def _is_mask(i) -> bool:
 
 
 def _is_array_index(i) -> bool:
+    if isinstance(i, _InRange):
+        return True
     if isinstance(i, Tracer):
         return i.aval.ndim >= 1 or i.aval.dtype == np.bool_
     if isinstance(i, (bool, np.bool_)):
@@ -341,8 +343,16 @@ def _masks_to_arrays(x, items):
                 if isinstance(b, int) and a != b:
                     raise IndexError(f"boolean index of shape {ma.shape} does not match the indexed "
                                      f"axes of {xa.str_short()}")
-        out[k:k + ma.ndim] = list(nonzero(i))
+        out[k:k + ma.ndim] = [_InRange(c) for c in nonzero(i)]
     return out
+
+
+class _InRange:
+    """Positions a mask produced: known to be inside their axis (no negative wrap needed)."""
+    __slots__ = ("array",)
+
+    def __init__(self, array):
+        self.array = array
 
 
 def _same_dim(a, b):
@@ -354,6 +364,8 @@ def _int_array(i, n, axis):
     """An advanced index entry as an int64 array with numpy's negative indices resolved once
     (``i + n`` where ``i < 0``); values still out of range are left to the mode."""
     from .creation import asarray
+    if isinstance(i, _InRange):
+        return i.array
     a = typeof(i)
     if not np.issubdtype(a.dtype, np.integer):
         raise IndexError(f"arrays used as indices must be of integer or boolean type, got {a.str_short()} "
