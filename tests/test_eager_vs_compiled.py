@@ -98,6 +98,10 @@ EXCLUDED: Dict[str, str] = {
                   "it is the error for forward mode; transforms/custom.py, test_custom_and_extend.py)",
     "debug_callback": "a host callback with no results, never compiled (it runs as a host step); "
                       "its eager and compiled output is compared in test_debug.py",
+    **{f"linalg_{name}": "LAPACK (compiled) and numpy.linalg (eager) use different algorithms, so the "
+                         "results agree to rounding, not bit for bit; compared with tolerances and by "
+                         "reconstruction in test_linalg.py"
+       for name in ("solve", "det", "slogdet", "cholesky", "qr", "eigh", "svd")},
 }
 
 

@@ -18,3 +18,4 @@ from .core import (LoweringError, lower_jaxpr, lower_jaxpr_into, lowering_rules,
 from . import rules  # noqa: F401  (registers the rules of dynjax.lax.primitives)
 from .rules import reduce  # noqa: F401
 from . import control_flow  # noqa: F401  (registers for_loop / while_loop / cond / scan)
+from . import linalg  # noqa: F401  (registers the LAPACK lowerings of dynjax.lax.linalg)

@@ -36,3 +36,4 @@ inf = float("inf")
 nan = float("nan")
 newaxis = None
 bool = bool_
+from . import linalg  # noqa: F401,E402  (dynjax.numpy.linalg: solve, inv, det, qr, eigh, svd, norm, ...)

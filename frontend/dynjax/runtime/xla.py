@@ -45,6 +45,7 @@ __all__ = [
     "jaxlib_version",
     "backend_fingerprint",
     "compile_options_id",
+    "ensure_lapack_targets",
 ]
 
 # --------------------------------------------------------------------------
@@ -197,6 +198,8 @@ def _main_types(module) -> tuple[list[str], list[str]]:
 def compile(static_module) -> Executable:
     """Compile a module with a fully static ``@main`` (MLIR text or bytecode)."""
     client = get_client()
+    if _needs_lapack(static_module):
+        ensure_lapack_targets()
     in_types, out_types = _main_types(static_module)
     for t in list(in_types) + list(out_types):
         _aval_from_type(t)  # raises ValueError for dynamic / unsupported types
@@ -274,6 +277,8 @@ def deserialize(blob: bytes) -> Executable:
     except (UnicodeDecodeError, ValueError):
         raise ValueError("corrupted serialized executable header") from None
     payload = blob[start + n:]
+    if _needs_lapack(payload):
+        ensure_lapack_targets()
     try:
         loaded = client.deserialize_executable(payload, _device_list, _jax.CompileOptions())
     except _jax.JaxRuntimeError as e:
@@ -358,3 +363,58 @@ def _call_variants(exe: Executable) -> dict:
         "device-resident args, execute+handlers, no host transfer": v_device_resident_no_host,
         "device-resident args, execute+handlers+block_until_ready": v_device_resident_block,
     }
+
+
+# --------------------------------------------------------------------------
+# LAPACK custom-call targets (for dynjax.numpy.linalg)
+
+_lapack_lock = threading.Lock()
+_lapack_ready = False
+
+
+def ensure_lapack_targets() -> None:
+    """Register jaxlib's CPU LAPACK kernels (``lapack_dgetrf_ffi``, ``lapack_dpotrf_ffi``, ...)
+    as typed-FFI custom-call targets of XLA:CPU, once per process.
+
+    ``jaxlib.cpu._lapack.registrations()`` maps each target name to a ``PyCapsule`` holding the
+    FFI handler; they are registered for platform ``"cpu"`` with api version 1 (typed FFI)
+    in XLA's process-wide registry, so they serve every client. ``_lapack.initialize()`` loads
+    the LAPACK/BLAS routines the kernels call: jaxlib takes them from scipy's
+    ``cython_lapack``/``cython_blas`` (scipy is a dependency of the jaxlib wheel). Called by
+    the linalg lowering rules and before compiling or loading a module that uses a
+    ``lapack_*`` target; costs about 0.2 s the first time, nothing afterwards.
+    """
+    global _lapack_ready
+    if _lapack_ready:
+        return
+    with _lapack_lock:
+        if _lapack_ready:
+            return
+        try:
+            from jaxlib.cpu import _lapack
+        except ImportError as e:  # pragma: no cover - jaxlib built without the CPU kernels
+            raise RuntimeError(f"this jaxlib ({jaxlib.__version__}) has no CPU LAPACK kernels: {e}") from None
+        try:
+            _lapack.initialize()
+        except ImportError as e:  # pragma: no cover - scipy missing
+            raise RuntimeError(
+                "jaxlib's LAPACK kernels need scipy (jaxlib takes the LAPACK routines from "
+                f"scipy.linalg.cython_lapack): {e}") from None
+        get_client()
+        for name, capsule in _lapack.registrations().items():
+            _jax.register_custom_call_target(name, capsule, "cpu", 1)
+        _lapack_ready = True
+
+
+def lapack_target_names() -> list:
+    """The names of the LAPACK custom-call targets this jaxlib provides."""
+    from jaxlib.cpu import _lapack
+    return sorted(_lapack.registrations())
+
+
+def _needs_lapack(module) -> bool:
+    if isinstance(module, str):
+        return "lapack_" in module
+    if isinstance(module, (bytes, bytearray, memoryview)):
+        return b"lapack_" in bytes(module)
+    return False

@@ -696,3 +696,28 @@ def vmap(fun, in_axes=0, out_axes=0, axis_size=None):
     vmapped.__name__ = f"vmap({getattr(fun, '__name__', 'f')})"
     return vmapped
 
+
+
+# ----------------------------------------------------------------------------------------------
+# Rules: linear algebra (dynjax.lax.linalg)
+# ----------------------------------------------------------------------------------------------
+# Every linalg primitive treats the leading axes of its matrix operands as a batch, so the
+# batch axis goes to the front (an unbatched operand of solve is broadcast); size operands
+# (k = min(m, n) of qr / svd) must be the same for every member.
+from ..lax import linalg as _L  # noqa: E402
+
+
+def _linalg_rule(primitive, nmatrices):
+    def rule(size, vals, dims, **params):
+        _check_unbatched(primitive.name, dims[nmatrices:])
+        mats = [to_front(v, d, size) for v, d in zip(vals[:nmatrices], dims[:nmatrices])]
+        out = primitive.bind(*mats, *vals[nmatrices:], **params)
+        if primitive.multiple_results:
+            return list(out), [0] * len(out)
+        return out, 0
+    return rule
+
+
+for _p, _nm in ((_L.solve_p, 2), (_L.det_p, 1), (_L.slogdet_p, 1), (_L.cholesky_p, 1),
+                (_L.qr_p, 1), (_L.eigh_p, 1), (_L.svd_p, 1)):
+    batching_rules[_p] = _linalg_rule(_p, _nm)

@@ -471,3 +471,19 @@ def _sort_t(cts, *operands, dimension, num_keys):
 
 
 transpose_rules[P.sort_p] = _sort_t
+
+
+# linear algebra: solve is linear in its right-hand side; the transpose of b -> op(a)^-1 b is
+# ct -> op(a)^-T ct (a transpose, not an adjoint, as for dot_general)
+from ..lax import linalg as _L  # noqa: E402
+
+
+def _linalg_solve_t(ct, a, b, *, transpose_a=False):
+    if is_undefined(a):
+        raise AssertionError("linalg_solve is not linear in its matrix operand")
+    if ct is None or not is_undefined(b):
+        return [None, None]
+    return [None, _L.solve_p.bind(a, ct, transpose_a=not transpose_a)]
+
+
+transpose_rules[_L.solve_p] = _linalg_solve_t
