@@ -697,9 +697,67 @@ def _cumsum_static(ctx, x, a, axis, n):
     return op.results[0]
 
 
+_CUMSUM_BLOCK = 128
+
+
 def _cumsum_dynamic(ctx, x, a, axis):
-    """Dynamic axis length n: a Hillis-Steele scan in a ``stablehlo.while`` (ceil(log2 n)
-    steps). Step s adds x shifted by s along the axis, taken with an element-wise ``gather``
+    """Dynamic axis length n: a two-level scan. The axis is padded to m = ceil(n / B) blocks
+    of B elements and viewed as (m, B); a ``reduce_window`` with the static window B sums
+    within each block (XLA turns it into a fast scan), the doubling scan below runs over the
+    m block totals only (ceil(log2 m) steps on n / B values) to give each block's offset, and
+    the sum of the two is cut back to n. Every shape refines to static at specialization."""
+    B = _CUMSUM_BLOCK
+    r = a.ndim
+    dims = ctx.dim_values(x)
+    n = ctx.dim_value(dims[axis])
+
+    def i64(v):
+        return ctx.constant(v, _I64)
+    m = hlo.DivOp(hlo.AddOp(n, i64(B - 1)).result, i64(B)).result
+    gap = hlo.SubtractOp(hlo.MulOp(m, i64(B)).result, n).result
+    et = ir.RankedTensorType(x.type).element_type
+    zero = ctx.constant(_additive_identity(a.dtype), a.dtype)
+    dyn = ir.ShapedType.get_dynamic_size()
+    padded_t = ir.RankedTensorType.get([dyn if (i == axis or not isinstance(d, int)) else d
+                                        for i, d in enumerate(dims)], et)
+    lows = ctx.shape_tensor([0] * r)
+    padded = hlo.DynamicPadOp(padded_t, x, zero, lows,
+                              ctx.shape_tensor([gap if i == axis else 0 for i in range(r)]), lows).result
+    bdims = dims[:axis] + [m, B] + dims[axis + 1:]
+    blocks = ctx.reshape(padded, bdims)
+    # within each block: a window of B over the block axis, padded low
+    window = [1] * (r + 1)
+    window[axis + 1] = B
+    padding = np.zeros((r + 1, 2), dtype=np.int64)
+    padding[axis + 1, 0] = B - 1
+    op = hlo.ReduceWindowOp([blocks.type], [blocks], [zero], window, window_strides=[1] * (r + 1),
+                            padding=ir.DenseIntElementsAttr.get(padding, type=tensor_type((r + 1, 2), _I64)))
+    st = _scalar_type(x)
+    block = op.body.blocks.append(st, st)
+    with ir.InsertionPoint(block):
+        hlo.ReturnOp([hlo.AddOp(block.arguments[0], block.arguments[1]).result])
+    within = op.results[0]
+    # each block's offset: the exclusive scan of the block totals
+    tdims = dims[:axis] + [m] + dims[axis + 1:]
+    totals_t = ir.RankedTensorType.get([dyn if not isinstance(d, int) else d for d in tdims], et)
+    totals = reduce(ctx, [blocks], [zero], [axis + 1],
+                    lambda acc, xs: [hlo.AddOp(acc[0], xs[0]).result], [totals_t])[0]
+    # exclusive: the inclusive scan shifted by one block, -0.0 (the identity) in front
+    inclusive = _cumsum_doubling(ctx, totals, a, axis)
+    shifted = hlo.DynamicPadOp(totals_t, inclusive, zero, ctx.shape_tensor([int(i == axis) for i in range(r)]),
+                               ctx.shape_tensor([0] * r), ctx.shape_tensor([0] * r)).result
+    offsets = hlo.RealDynamicSliceOp(totals_t, shifted, ctx.shape_tensor([0] * r), ctx.shape_tensor(tdims),
+                                     ctx.shape_tensor([1] * r)).result
+    keep = [i for i in range(r + 1) if i != axis + 1]
+    summed = hlo.AddOp(within, ctx.broadcast(offsets, bdims, keep)).result
+    flat = ctx.reshape(summed, dims[:axis] + [hlo.MulOp(m, i64(B)).result] + dims[axis + 1:])
+    return hlo.RealDynamicSliceOp(x.type, flat, ctx.shape_tensor([0] * r), ctx.shape_tensor(dims),
+                                  ctx.shape_tensor([1] * r)).result
+
+
+def _cumsum_doubling(ctx, x, a, axis):
+    """A Hillis-Steele scan in a ``stablehlo.while`` (ceil(log2 n) steps) over a dynamic axis.
+    Step s adds x shifted by s along the axis, taken with an element-wise ``gather``
     (static slice sizes of 1) from x padded with one zero in front. Every carried value
     keeps its shape, so the loop refines to static shapes after specialization."""
     r = a.ndim
