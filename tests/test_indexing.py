@@ -582,3 +582,32 @@ def test_threads_mask_program_every_value_checked():
     for t in threads:
         t.join()
     assert not errors, errors
+
+
+def test_vmap_of_a_data_dependent_size_is_a_clear_error():
+    with pytest.raises(TypeError, match="differs per member"):
+        dynjax.vmap(lambda x: jnp.sum(x[x > 0]))(np.ones((3, 4)))
+    # with a static size, it batches
+    got = dynjax.vmap(lambda x: jnp.nonzero(x, size=2)[0])(np.array([[0, 1, 1], [1, 0, 0]]))
+    assert_same(got, np.array([[1, 2], [0, 0]]))
+
+
+_AT_COMPILED = {}   # one traced program per update kind, shared by the examples
+
+
+@settings(max_examples=40)
+@given(n=st.integers(0, 6), data=st.data())
+def test_at_updates_hypothesis(n, data):
+    """Random index arrays (repeats, negatives, out of range) against numpy on the rows that
+    numpy accepts; the rest must be dropped."""
+    x = mat(n, 3, seed=n)
+    k = data.draw(st.integers(0, 6))
+    idx = np.array(data.draw(st.lists(st.integers(-n - 2, n + 2), min_size=k, max_size=k)), np.int64)
+    v = np.arange(k * 3, dtype=float).reshape(k, 3) + 0.25
+    op = data.draw(st.sampled_from(["set", "add", "min", "max"]))
+    ok = (idx >= -n) & (idx < n)
+    want = _np_update(x, idx[ok], v[ok], op) if n else x.copy()
+    f = _AT_COMPILED.setdefault(op, dynjax.qjit(lambda x, i, v: getattr(x.at[i], op)(v),
+                                                abstracted_axes=({0: "n"}, {0: "k"}, {0: "k"})))
+    assert_same(getattr(jnp.at(x)[idx], op)(v), want)
+    assert_same(f(x, idx, v), want)

@@ -188,7 +188,8 @@ for _name in _ELEMENTWISE:
 def _check_unbatched(name, dims, what="a size"):
     if any(d is not None for d in dims):
         raise TypeError(f"vmap: {name} with {what} that differs across the batch (a ragged batch) "
-                        "is not supported")
+                        "is not supported; a size computed from each member's data (x[x > 0], "
+                        "nonzero, unique) differs per member: use jnp.where, or size= where offered")
 
 
 def _broadcast_in_dim_rule(size, vals, dims, *, shape, broadcast_dimensions):
