@@ -297,12 +297,21 @@ CALLS = {
         "sin", "sinh", "sort", "sqrt", "square", "sum", "tan", "tanh", "zeros_like",
         "transpose", "iscomplexobj", "isrealobj", "ndim", "shape", "size",
         "isnan", "isinf", "log2", "log10", "exp2", "deg2rad", "rad2deg", "var", "std", "count_nonzero",
-        "nansum", "nanmean", "nanmax", "nanmin", "atleast_1d", "atleast_2d", "atleast_3d"]},
+        "nansum", "nanmean", "nanmax", "nanmin", "atleast_1d", "atleast_2d", "atleast_3d",
+        "cumprod", "nancumsum", "nancumprod", "ptp", "around", "round", "bitwise_not", "bitwise_invert",
+        "sinc", "signbit", "median", "nanmedian", "average"]},
+    **{n: (lambda f, n=n: lambda x, y: f(x, 30 if "percentile" in n else 0.3)) for n in [
+        "quantile", "nanquantile", "percentile", "nanpercentile"]},
+    # explicit limits: numpy computes bfloat16 in float32, whose default limits are not bf16's
+    "nan_to_num": lambda f: lambda x, y: f(x, nan=2.0, posinf=100.0, neginf=-100.0),
     **{n: (lambda f: lambda x, y: f(x, y)) for n in [
         "add", "arctan2", "bitwise_and", "bitwise_or", "bitwise_xor", "divide", "dot", "equal",
         "floor_divide", "greater", "greater_equal", "inner", "less", "less_equal", "logical_and",
         "logical_or", "logical_xor", "maximum", "minimum", "mod", "multiply", "not_equal", "outer",
-        "power", "remainder", "subtract", "true_divide", "vdot", "matmul", "convolve", "kron"]},
+        "power", "remainder", "subtract", "true_divide", "vdot", "matmul", "convolve", "kron",
+        "fmod", "hypot", "copysign", "heaviside", "isclose", "allclose"]},
+    **{n: (lambda f: lambda x, y: f(x, y % 8 if y.dtype.kind in "iu" else y)) for n in [   # counts < 8
+        "left_shift", "right_shift", "bitwise_left_shift", "bitwise_right_shift"]},
     "tensordot": lambda f: lambda x, y: f(x, y, axes=1),
     "tril": lambda f: lambda x, y: f(np.stack([x, y]) if isinstance(x, np.ndarray) else jnp.stack([x, y]), 1),
     "triu": lambda f: lambda x, y: f(np.stack([x, y]) if isinstance(x, np.ndarray) else jnp.stack([x, y]), -1),
@@ -357,7 +366,7 @@ def _put_numpy(x, y):
 
 NOT_PER_DTYPE = {  # public callables that take no array of a given dtype
     "arange", "empty", "eye", "full", "identity", "linspace", "ones", "zeros", "promote_types",
-    "result_type", "getitem", "astype_", "indexing",
+    "result_type", "getitem", "astype_", "indexing", "finfo", "iinfo",
     "at",   # x.at[idx] has no numpy counterpart: tests/test_indexing.py covers every dtype
 }
 

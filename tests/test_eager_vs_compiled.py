@@ -370,6 +370,7 @@ def _exact_unary(draw, prim):
 
 # --- elementwise binary --------------------------------------------------------------------------
 _BINARY = ("add", "sub", "mul", "div", "rem", "pow", "max", "min", "atan2", "and", "or", "xor", "eq",
+           "shift_left", "shift_right",
            "ne", "lt", "le", "gt", "ge", "complex")
 
 
@@ -554,15 +555,16 @@ def _argminmax(draw, prim):
     return bind_case(prim, lambda: [_array(draw, dt, shape)], dict(axes=(axis,), index_dtype=idt))
 
 
-@cases("cumsum")
-def _cumsum(draw, prim):
+@cases("cumsum", "cumprod")
+def _cumulative(draw, prim):
     dt = _dtype(draw, accepted(prim, shape=(1,), axis=0))
     rank = draw(st.sampled_from([1, 2]))
     axis = draw(st.integers(0, rank - 1))
     n = _size(draw)
     shape = (n,) if rank == 1 else (n, 3)
     static = draw(st.booleans())     # a static axis has its own lowering
-    return bind_case(prim, lambda: [_array(draw, dt, shape, "exact")], dict(axis=axis, reverse=draw(st.booleans())),
+    kind = "pow2" if prim.name == "cumprod" else "exact"
+    return bind_case(prim, lambda: [_array(draw, dt, shape, kind)], dict(axis=axis, reverse=draw(st.booleans())),
                      dyn=None if static else DYN, variant=f"static{n}" if static else "")
 
 
@@ -1027,6 +1029,7 @@ _NP_FUNCS = {
     "sum0": (lambda x: jnp.sum(x, axis=0), lambda x: np.sum(x, axis=0), "exact", "exact"),
     "prod": (lambda x: jnp.prod(x, axis=1), lambda x: np.prod(x, axis=1), "pow2", "exact"),
     "cumsum": (lambda x: jnp.cumsum(x, axis=0), lambda x: np.cumsum(x, axis=0), "exact", "exact"),
+    "cumprod": (lambda x: jnp.cumprod(x, axis=1), lambda x: np.cumprod(x, axis=1), "pow2", "exact"),
     # Which of -0.0 and +0.0 numpy's max/min return depends on its SIMD kernel (on x86 the
     # second operand of a tie, on ARM -0.0 < +0.0), against its documentation
     # (where(x1 >= x2, x1, x2)); so zeros compare equal here and

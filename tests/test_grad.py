@@ -82,7 +82,7 @@ EXTRA = [
     Case("jnp_concatenate_stack", lambda x, y: (jnp.concatenate([x, y, x]), jnp.stack([x, y], axis=1),
                                                 jnp.hstack([y, x])), lambda n: [(n,), (n,)]),
     Case("jnp_pad_cumsum_sort", lambda x: (jnp.pad(x, ((1, 2), (0, 1))), jnp.cumsum(x, axis=0),
-                                           jnp.sort(x, axis=0), jnp.cumsum(x)),
+                                           jnp.sort(x, axis=0), jnp.cumsum(x), jnp.cumprod(x, axis=1)),
          lambda n: [(n, 3)], valid=lambda x: distinct(x, 0)),
     Case("pad_negative_interior", lambda x, v: (lax.pad(x, v, ((0, 0, 0), (-1, 2, 1))),
                                                 lax.pad(x, v, ((0, 0, 0), (2, -3, 2)))),

@@ -149,6 +149,7 @@ CASES += [
          valid=lambda x: distinct(x.ravel(), 0)),
     Case("argmax_argmin", lambda x: (lax.argmax(x, 1), lax.argmin(x, 1, np.int32)), lambda n: [(n, 3)]),
     Case("cumsum", lambda x: (lax.cumsum(x, 0), lax.cumsum(x, 1, reverse=True)), lambda n: [(n, 3)]),
+    Case("cumprod", lambda x: (lax.cumprod(x, 0), lax.cumprod(x, 1, reverse=True)), lambda n: [(n, 3)]),
     Case("sort", lambda x: (lax.sort(x, 0), lax.sort(x, 1)), lambda n: [(n, 3)],
          valid=lambda x: distinct(x, 0) and distinct(x, 1)),
     Case("sort_two_operands", lambda x, y: lax.sort((x, y), 0), lambda n: [(n,), (n,)],
@@ -407,6 +408,22 @@ def test_reduce_prod_with_zeros():
         np.testing.assert_allclose(got, want, atol=1e-15)
 
 
+def test_cumprod_with_zeros():
+    """d out_i = sum over j <= i of t_j times the product of the other x_k, k <= i: the rule's
+    three regimes (no zero so far, one zero, two or more) at exact zeros, eager and compiled."""
+    rng = np.random.default_rng(2)
+    f = lambda x, t: jvp(lambda x: lax.cumprod(x, 0), (x,), (t,))
+    compiled = dynjax.qjit(f, abstracted_axes={0: "n"})
+    for x in ([2.0, 0.0, 3.0, 0.0, 5.0], [0.0, 0.0, 3.0], [0.0], [], [1.5, -2.0, 0.5], [4.0, 0.0]):
+        x = np.array(x)
+        t = rng.uniform(-1, 1, x.shape)
+        want = np.array([sum(t[j] * np.prod(np.delete(x[:i + 1], j)) for j in range(i + 1))
+                         for i in range(len(x))])
+        for primal, tangent in (f(x, t), compiled(x, t)):
+            np.testing.assert_array_equal(primal, np.cumprod(x))
+            np.testing.assert_allclose(tangent, want, atol=1e-15)
+
+
 def test_special_points():
     zero, one = np.array([0.0]), np.array([1.0])
     assert jvp(lax.abs, (zero,), (one,))[1] == 0.0
@@ -431,6 +448,8 @@ DIRECT = {
     "and": ([np.array([True, False]), np.array([True, True])], {}, [True, False]),
     "or": ([np.array([3, 0]), np.array([4, 0])], {}, [7, 0]),
     "xor": ([np.array([3, 1]), np.array([1, 1])], {}, [2, 0]),
+    "shift_left": ([np.array([3, 1]), np.array([1, 2])], {}, [6, 4]),
+    "shift_right": ([np.array([-8, 8]), np.array([1, 2])], {}, [-4, 2]),
 }
 
 

@@ -252,7 +252,8 @@ def _per_element(flops=0, trans=0):
 
 
 for _name in ("neg sign floor ceil round is_finite not abs real imag conj add sub mul div rem max "
-              "min and or xor eq ne lt le gt ge select_n convert_element_type complex").split():
+              "min and or xor eq ne lt le gt ge select_n convert_element_type complex shift_left "
+              "shift_right").split():
     cost_rules[getattr(P, f"{_name}_p")] = _per_element(flops=1)
 for _name in ("exp log log1p expm1 tanh logistic sin cos tan asin acos atan sinh cosh sqrt rsqrt "
               "cbrt pow atan2").split():
@@ -284,7 +285,7 @@ def _free(eqn, sz):
 
 cost_rules[P.integer_pow_p] = _integer_pow_cost
 for _p in (P.reduce_sum_p, P.reduce_prod_p, P.reduce_max_p, P.reduce_min_p, P.argmax_p, P.argmin_p,
-           P.cumsum_p):
+           P.cumsum_p, P.cumprod_p):
     cost_rules[_p] = _reduction_cost
 cost_rules[P.dot_general_p] = _dot_general_cost
 for _p in (P.broadcast_in_dim_p, P.iota_p, P.reshape_p, P.transpose_p, P.squeeze_p, P.rev_p, P.sort_p,

@@ -93,6 +93,16 @@ def is_complex_dtype(dtype) -> bool:
     return _CATEGORY.get(np.dtype(dtype)) == "complex"
 
 
+def finfo(dtype):
+    """The limits of a floating point dtype (``numpy.finfo``), bfloat16 included."""
+    return ml_dtypes.finfo(np.dtype(dtype))
+
+
+def iinfo(dtype):
+    """The limits of an integer dtype (``numpy.iinfo``)."""
+    return ml_dtypes.iinfo(np.dtype(dtype))
+
+
 def is_inexact_dtype(dtype) -> bool:
     """Floating point or complex."""
     return _CATEGORY.get(np.dtype(dtype)) in ("float", "complex")

@@ -267,7 +267,7 @@ def _method(name):
     return method
 
 
-for _name in ("sum", "mean", "max", "min", "prod", "argmax", "argmin", "cumsum", "dot", "clip"):
+for _name in ("sum", "mean", "max", "min", "prod", "argmax", "argmin", "cumsum", "dot", "clip", "diagonal", "trace"):
     setattr(Tracer, _name, _method(_name))
 
 
@@ -282,7 +282,8 @@ def _binop(name, reflected=False):
 for _dunder, _fn in [("add", "add"), ("sub", "subtract"), ("mul", "multiply"),
                      ("truediv", "true_divide"), ("floordiv", "floor_divide"), ("mod", "remainder"),
                      ("pow", "power"), ("matmul", "matmul"), ("and", "bitwise_and"),
-                     ("or", "bitwise_or"), ("xor", "bitwise_xor")]:
+                     ("or", "bitwise_or"), ("xor", "bitwise_xor"), ("lshift", "left_shift"),
+                     ("rshift", "right_shift")]:
     setattr(Tracer, f"__{_dunder}__", _binop(_fn))
     setattr(Tracer, f"__r{_dunder}__", _binop(_fn, reflected=True))
 

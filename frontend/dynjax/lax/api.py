@@ -194,6 +194,19 @@ def cumsum(x, axis: int = 0, reverse: bool = False):
     return P.cumsum_p.bind(x, axis=int(axis), reverse=bool(reverse))
 
 
+def cumprod(x, axis: int = 0, reverse: bool = False):
+    return P.cumprod_p.bind(x, axis=int(axis), reverse=bool(reverse))
+
+
+def shift_left(x, y):
+    return P.shift_left_p.bind(x, y)
+
+
+def shift_right(x, y):
+    """Arithmetic for signed, logical for unsigned integers (numpy's ``right_shift``)."""
+    return P.shift_right_p.bind(x, y)
+
+
 def sort(operands, dimension: int = -1, num_keys: int = 1):
     single = not isinstance(operands, (tuple, list))
     ops = [operands] if single else list(operands)

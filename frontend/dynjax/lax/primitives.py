@@ -225,6 +225,27 @@ gt_p = _binary("gt", np.greater, "ordered", out_bool=True)
 ge_p = _binary("ge", np.greater_equal, "ordered", out_bool=True)
 
 
+def _shift(x, y, left):
+    """numpy's shifts for counts in ``[0, bits)``; any other count (negative, or ``>= bits``)
+    gives what XLA gives, the count read as unsigned: 0 for a left shift and a logical right
+    shift, the sign fill (0 or -1) for an arithmetic right shift (signed types). numpy's own
+    kernels agree (they compare the count as unsigned too)."""
+    bits = 8 * x.dtype.itemsize
+    in_range = (y >= 0) & (y < bits)
+    safe = np.where(in_range, y, 0).astype(x.dtype)
+    if left:
+        return np.where(in_range, np.left_shift(x, safe), np.zeros((), x.dtype))
+    fill = np.where(x < 0, x.dtype.type(-1), x.dtype.type(0)) if x.dtype.kind == "i" else np.zeros((), x.dtype)
+    return np.where(in_range, np.right_shift(x, safe), fill)
+
+
+_KINDS.setdefault("integer", ("signed", "unsigned"))
+_KIND_WORDS.setdefault("integer", "integer")
+shift_left_p = _binary("shift_left", lambda x, y: _shift(x, y, True), "integer")
+# arithmetic for signed types, logical for unsigned ones (numpy's right_shift)
+shift_right_p = _binary("shift_right", lambda x, y: _shift(x, y, False), "integer")
+
+
 def _integer_pow_impl(x, *, y):
     """``x ** y`` by square-and-multiply in x's dtype, one rounding per multiplication (x ** 3
     is (x * x) * x), then 1 / that for a negative y: the products the lowering emits. numpy's
@@ -527,21 +548,26 @@ argmax_p = _argminmax("argmax", np.argmax)
 argmin_p = _argminmax("argmin", np.argmin)
 
 
-def _cumsum_impl(x, *, axis, reverse=False):
-    x = _arr(x)
-    if reverse:
-        return np.flip(np.cumsum(np.flip(x, axis), axis=axis, dtype=x.dtype), axis)
-    return np.cumsum(x, axis=axis, dtype=x.dtype)
+def _cumulative(name, np_scan):
+    """An inclusive scan along one axis (``reverse``: from the end), accumulated in the
+    operand's dtype (for bools a running "or" / "and", as numpy computes them)."""
+    def impl(x, *, axis, reverse=False):
+        x = _arr(x)
+        with np.errstate(all="ignore"):
+            if reverse:
+                return np.flip(np_scan(np.flip(x, axis), axis=axis, dtype=x.dtype), axis)
+            return np_scan(x, axis=axis, dtype=x.dtype)
+
+    def abstract(x, *, axis, reverse=False):
+        a = aval(x)
+        if not 0 <= axis < a.ndim:
+            raise TypeError(f"{name}: axis {axis} out of range for {describe_shapes(a)}")
+        return result_aval(a.shape, a.dtype, a.weak_type)
+    return define(name, impl, abstract)
 
 
-def _cumsum_abstract(x, *, axis, reverse=False):
-    a = aval(x)
-    if not 0 <= axis < a.ndim:
-        raise TypeError(f"cumsum: axis {axis} out of range for {describe_shapes(a)}")
-    return result_aval(a.shape, a.dtype, a.weak_type)
-
-
-cumsum_p = define("cumsum", _cumsum_impl, _cumsum_abstract)
+cumsum_p = _cumulative("cumsum", np.cumsum)
+cumprod_p = _cumulative("cumprod", np.cumprod)
 
 
 def _sort_impl(*operands, dimension, num_keys):

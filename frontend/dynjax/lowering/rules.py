@@ -334,6 +334,20 @@ _binary(P.atan2_p, _simple(hlo.Atan2Op))
 _binary(P.and_p, _simple(hlo.AndOp))
 _binary(P.or_p, _simple(hlo.OrOp))
 _binary(P.xor_p, _simple(hlo.XorOp))
+
+
+def _shift(ctx, eqn, x, y):
+    """XLA's shifts read the count as unsigned: a count outside [0, bits) gives 0, or the sign
+    fill for an arithmetic right shift; the impl computes the same."""
+    if eqn.primitive is P.shift_left_p:
+        return hlo.ShiftLeftOp(x, y).result
+    if is_unsigned_dtype(_in(eqn).dtype):
+        return hlo.ShiftRightLogicalOp(x, y).result
+    return hlo.ShiftRightArithmeticOp(x, y).result
+
+
+_binary(P.shift_left_p, _shift)
+_binary(P.shift_right_p, _shift)
 _binary(P.complex_p, _simple(hlo.ComplexOp))
 
 
@@ -654,6 +668,17 @@ def _cumsum(ctx, eqn, x, *, axis, reverse=False):
     return _cumsum_value(ctx, x, a, axis, reverse)
 
 
+@register_lowering(P.cumprod_p)
+def _cumprod(ctx, eqn, x, *, axis, reverse=False):
+    a = _in(eqn)
+    if a.dtype == _BOOL:   # a running "and"
+        xi = ctx.convert(x, np.int32)
+        s = _cumsum_value(ctx, xi, a.update(dtype=np.int32), axis, reverse, "mul")
+        zero = ctx.broadcast_scalar_like(ctx.constant(0, np.int32), s)
+        return ctx.compare(s, zero, "NE", np.int32)
+    return _cumsum_value(ctx, x, a, axis, reverse, "mul")
+
+
 def _additive_identity(dtype):
     """The zero that ``x + zero == x`` for every x: -0.0 for floats (+0.0 would turn a -0.0
     into +0.0, while numpy's cumsum starts from the first element), 0 for integers."""
@@ -664,48 +689,56 @@ def _additive_identity(dtype):
     return 0
 
 
-def _cumsum_value(ctx, x, a, axis, reverse):
+# the scans' combining operations: (StableHLO op, identity of the dtype)
+_SCAN_OPS = {"add": (hlo.AddOp, _additive_identity), "mul": (hlo.MulOp, lambda dtype: 1)}
+
+
+def _cumsum_value(ctx, x, a, axis, reverse, op="add"):
+    """The inclusive scan of ``x`` along ``axis`` with ``op`` ("add": cumsum, "mul": cumprod)."""
     if reverse:
         x = hlo.ReverseOp(x, [axis]).result
     n = a.shape[axis]
     if isinstance(n, int):
-        out = _cumsum_static(ctx, x, a, axis, n)
+        out = _cumsum_static(ctx, x, a, axis, n, op)
     else:
-        out = _cumsum_dynamic(ctx, x, a, axis)
+        out = _cumsum_dynamic(ctx, x, a, axis, op)
     if reverse:
         out = hlo.ReverseOp(out, [axis]).result
     return out
 
 
-def _cumsum_static(ctx, x, a, axis, n):
+def _cumsum_static(ctx, x, a, axis, n, op="add"):
     """Static axis length: ``reduce_window`` with a window of the whole axis, padded low."""
     if n <= 1:
         return x
+    combine, identity = _SCAN_OPS[op]
     r = a.ndim
     window = [1] * r
     window[axis] = n
     padding = np.zeros((r, 2), dtype=np.int64)
     padding[axis, 0] = n - 1
-    init = ctx.constant(_additive_identity(a.dtype), a.dtype)
+    init = ctx.constant(identity(a.dtype), a.dtype)
     t = ctx.ir_type(a)
-    op = hlo.ReduceWindowOp([t], [x], [init], window, window_strides=[1] * r,
+    rw = hlo.ReduceWindowOp([t], [x], [init], window, window_strides=[1] * r,
                             padding=ir.DenseIntElementsAttr.get(padding, type=tensor_type((r, 2), _I64)))
     st = _scalar_type(x)
-    block = op.body.blocks.append(st, st)
+    block = rw.body.blocks.append(st, st)
     with ir.InsertionPoint(block):
-        hlo.ReturnOp([hlo.AddOp(block.arguments[0], block.arguments[1]).result])
-    return op.results[0]
+        hlo.ReturnOp([combine(block.arguments[0], block.arguments[1]).result])
+    return rw.results[0]
 
 
 _CUMSUM_BLOCK = 128
 
 
-def _cumsum_dynamic(ctx, x, a, axis):
+def _cumsum_dynamic(ctx, x, a, axis, op="add"):
     """Dynamic axis length n: a two-level scan. The axis is padded to m = ceil(n / B) blocks
     of B elements and viewed as (m, B); a ``reduce_window`` with the static window B sums
     within each block (XLA turns it into a fast scan), the doubling scan below runs over the
     m block totals only (ceil(log2 m) steps on n / B values) to give each block's offset, and
-    the sum of the two is cut back to n. Every shape refines to static at specialization."""
+    the sum of the two is cut back to n. Every shape refines to static at specialization.
+    ``op="mul"``: the same with products (cumprod)."""
+    combine, identity = _SCAN_OPS[op]
     B = _CUMSUM_BLOCK
     r = a.ndim
     dims = ctx.dim_values(x)
@@ -716,7 +749,7 @@ def _cumsum_dynamic(ctx, x, a, axis):
     m = hlo.DivOp(hlo.AddOp(n, i64(B - 1)).result, i64(B)).result
     gap = hlo.SubtractOp(hlo.MulOp(m, i64(B)).result, n).result
     et = ir.RankedTensorType(x.type).element_type
-    zero = ctx.constant(_additive_identity(a.dtype), a.dtype)
+    zero = ctx.constant(identity(a.dtype), a.dtype)
     dyn = ir.ShapedType.get_dynamic_size()
     padded_t = ir.RankedTensorType.get([dyn if (i == axis or not isinstance(d, int)) else d
                                         for i, d in enumerate(dims)], et)
@@ -730,32 +763,32 @@ def _cumsum_dynamic(ctx, x, a, axis):
     window[axis + 1] = B
     padding = np.zeros((r + 1, 2), dtype=np.int64)
     padding[axis + 1, 0] = B - 1
-    op = hlo.ReduceWindowOp([blocks.type], [blocks], [zero], window, window_strides=[1] * (r + 1),
+    rw = hlo.ReduceWindowOp([blocks.type], [blocks], [zero], window, window_strides=[1] * (r + 1),
                             padding=ir.DenseIntElementsAttr.get(padding, type=tensor_type((r + 1, 2), _I64)))
     st = _scalar_type(x)
-    block = op.body.blocks.append(st, st)
+    block = rw.body.blocks.append(st, st)
     with ir.InsertionPoint(block):
-        hlo.ReturnOp([hlo.AddOp(block.arguments[0], block.arguments[1]).result])
-    within = op.results[0]
+        hlo.ReturnOp([combine(block.arguments[0], block.arguments[1]).result])
+    within = rw.results[0]
     # each block's offset: the exclusive scan of the block totals
     tdims = dims[:axis] + [m] + dims[axis + 1:]
     totals_t = ir.RankedTensorType.get([dyn if not isinstance(d, int) else d for d in tdims], et)
     totals = reduce(ctx, [blocks], [zero], [axis + 1],
-                    lambda acc, xs: [hlo.AddOp(acc[0], xs[0]).result], [totals_t])[0]
-    # exclusive: the inclusive scan shifted by one block, -0.0 (the identity) in front
-    inclusive = _cumsum_doubling(ctx, totals, a, axis)
+                    lambda acc, xs: [combine(acc[0], xs[0]).result], [totals_t])[0]
+    # exclusive: the inclusive scan shifted by one block, the identity in front
+    inclusive = _cumsum_doubling(ctx, totals, a, axis, op)
     shifted = hlo.DynamicPadOp(totals_t, inclusive, zero, ctx.shape_tensor([int(i == axis) for i in range(r)]),
                                ctx.shape_tensor([0] * r), ctx.shape_tensor([0] * r)).result
     offsets = hlo.RealDynamicSliceOp(totals_t, shifted, ctx.shape_tensor([0] * r), ctx.shape_tensor(tdims),
                                      ctx.shape_tensor([1] * r)).result
     keep = [i for i in range(r + 1) if i != axis + 1]
-    summed = hlo.AddOp(within, ctx.broadcast(offsets, bdims, keep)).result
+    summed = combine(within, ctx.broadcast(offsets, bdims, keep)).result
     flat = ctx.reshape(summed, dims[:axis] + [hlo.MulOp(m, i64(B)).result] + dims[axis + 1:])
     return hlo.RealDynamicSliceOp(x.type, flat, ctx.shape_tensor([0] * r), ctx.shape_tensor(dims),
                                   ctx.shape_tensor([1] * r)).result
 
 
-def _cumsum_doubling(ctx, x, a, axis):
+def _cumsum_doubling(ctx, x, a, axis, op="add"):
     """A Hillis-Steele scan in a ``stablehlo.while`` (ceil(log2 n) steps) over a dynamic axis.
     Step s adds x shifted by s along the axis, taken with an element-wise ``gather``
     (static slice sizes of 1) from x padded with one zero in front. Every carried value
@@ -785,8 +818,8 @@ def _cumsum_doubling(ctx, x, a, axis):
         xv, sh, s, nn, _, p1 = list(bblock.arguments)[:6]
         rest = list(bblock.arguments)[6:]
         bef, aft = rest[:len(before)], rest[len(before):]
-        zero = ctx.constant(_additive_identity(a.dtype), a.dtype)
-        # one zero in front along the axis; one extra row at the end of every other axis so
+        zero = ctx.constant(_SCAN_OPS[op][1](a.dtype), a.dtype)
+        # one zero (the identity) in front along the axis; one extra row at the end of every other axis so
         # that no operand dim is 0 (a size-1 gather slice must fit even when the array is empty)
         low = [1 if i == axis else 0 for i in range(r)]
         high = [0 if i == axis else 1 for i in range(r)]
@@ -802,7 +835,7 @@ def _cumsum_doubling(ctx, x, a, axis):
                                             start_index_map=list(range(r)), index_vector_dim=r)
         g = hlo.GatherOp(padded, indices, dn, [1] * r).result
         g = ctx.cast(g, xv.type) if g.type != xv.type else g
-        new_x = hlo.AddOp(xv, g).result
+        new_x = _SCAN_OPS[op][0](xv, g).result
         s2 = hlo.AddOp(s, s).result
         hlo.ReturnOp([new_x, hlo.AddOp(sh, sh).result, s2, nn, ctx.compare(s2, nn, "LT", _I64), p1] + rest)
     return w.results[0]

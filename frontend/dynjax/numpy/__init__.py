@@ -3,8 +3,8 @@
 Outside any trace these functions compute eagerly and return numpy arrays; inside
 ``make_jaxpr`` / ``qjit`` they record primitives. Sizes may be traced integers.
 """
-from ..core.avals import (bfloat16, bool_, complex64, complex128, float16, float32, float64,  # noqa: F401
-                          int8, int16, int32, int64, uint8, uint16, uint32, uint64)
+from ..core.avals import (bfloat16, bool_, complex64, complex128, finfo, float16, float32, float64,  # noqa: F401
+                          iinfo, int8, int16, int32, int64, uint8, uint16, uint32, uint64)
 from .creation import (arange, array, asarray, empty, empty_like, eye, full, full_like,  # noqa: F401
                        identity, linspace, ones, ones_like, zeros, zeros_like)
 from .indexing import at, getitem  # noqa: F401
@@ -12,13 +12,16 @@ from .selection import (argwhere, bincount, compress, digitize, extract, flatnon
                         interp, nonzero, put, searchsorted, take, take_along_axis, unique, unique_all,
                         unique_counts, unique_inverse, unique_values)
 from .linalg_ops import convolve, dot, inner, kron, matmul, outer, tensordot, vdot  # noqa: F401
-from .reductions import (all, amax, amin, any, argmax, argmin, count_nonzero, cumsum, max,  # noqa: F401
-                         mean, min, nanmax, nanmean, nanmin, nansum, prod, size, std, sum, var)
+from .reductions import (all, amax, amin, any, argmax, argmin, count_nonzero, cumprod, cumsum,  # noqa: F401
+                         max, mean, min, nancumprod, nancumsum, nanmax, nanmean, nanmin, nansum, prod,
+                         ptp, size, std, sum, var)
 from .shape_ops import (astype, broadcast_to, concatenate, diff, expand_dims, flip, fliplr,  # noqa: F401
                         flipud, hstack, moveaxis, ndim, pad, ravel, reshape, roll, shape, squeeze,
                         stack, swapaxes, transpose, vstack, atleast_1d, atleast_2d, atleast_3d,
                         tril, triu)
 from .sorting import argsort, sort  # noqa: F401
+from .statistics import (average, median, nanmedian, nanpercentile, nanquantile, percentile,  # noqa: F401
+                         quantile)
 from .ufuncs import (abs, absolute, add, angle, arccos, arcsin, arctan, arctan2, bitwise_and,  # noqa: F401
                      bitwise_or, bitwise_xor, cbrt, ceil, clip, conj, conjugate, cos, cosh, divide, equal, exp,
                      expm1, floor, floor_divide, greater, greater_equal, imag, invert, iscomplexobj,
@@ -26,7 +29,10 @@ from .ufuncs import (abs, absolute, add, angle, arccos, arcsin, arctan, arctan2,
                      less_equal, log, log1p, logical_and, logical_not, logical_or, logical_xor,
                      maximum, minimum, mod, multiply, negative, not_equal, power, real, remainder, rint,
                      sign, sin, sinh, sqrt, square, subtract, tan, tanh, true_divide, where,
-                     isnan, isinf, log2, log10, exp2, deg2rad, rad2deg)
+                     isnan, isinf, log2, log10, exp2, deg2rad, rad2deg,
+                     around, round, fmod, left_shift, right_shift, bitwise_left_shift,
+                     bitwise_right_shift, bitwise_not, bitwise_invert, hypot, sinc, signbit, copysign,
+                     heaviside, nan_to_num, isclose, allclose)
 from ._promote import promote_types, result_type  # noqa: F401
 from . import indexing  # noqa: F401
 

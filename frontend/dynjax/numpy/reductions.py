@@ -112,15 +112,18 @@ def mean(x, axis=None, dtype=None, keepdims=False):
     a = typeof(x)
     axes = _axes(x, axis)
     out_dtype = dtype if dtype is not None else (a.dtype if is_inexact_dtype(a.dtype) else float64)
-    s = sum(lax.convert_element_type(x, out_dtype) if typeof(x).dtype != out_dtype else x, axes,
+    # numpy sums and divides 16-bit floats in float32, rounding the mean once at the end
+    work = np.dtype(np.float32) if dtype is None and np.dtype(out_dtype).itemsize == 2 else out_dtype
+    s = sum(lax.convert_element_type(x, work) if typeof(x).dtype != work else x, axes,
             keepdims=keepdims)
     n = count(x, axes)
     if isinstance(n, Tracer):
-        n = lax.convert_element_type(n, out_dtype)
+        n = lax.convert_element_type(n, work)
     else:
-        n = np.dtype(out_dtype).type(n)
+        n = np.dtype(work).type(n)
     from .ufuncs import true_divide
-    return true_divide(s, n)
+    out = true_divide(s, n)
+    return out if work == out_dtype else lax.convert_element_type(out, out_dtype)
 
 
 def _arg(lax_fn, name):
@@ -254,3 +257,34 @@ def _nan_extremum(fn, name, fill):
 
 nanmax = _nan_extremum(max, "nanmax", -np.inf)
 nanmin = _nan_extremum(min, "nanmin", np.inf)
+
+
+def cumprod(x, axis=None, dtype=None):
+    """The running product along ``axis`` (the flattened array when None), accumulated in
+    numpy's dtype (int64 for small signed integers and bools, uint64 for small unsigned)."""
+    x = _prep(x)
+    if axis is None:
+        from .shape_ops import ravel
+        x, axis = ravel(x), 0
+    x = _accumulation_dtype(x, dtype)
+    (ax,) = _axes(x, axis)
+    return lax.cumprod(x, ax)
+
+
+def nancumsum(x, axis=None, dtype=None):
+    """``cumsum`` treating NaNs as zero."""
+    x = _prep(x)
+    return cumsum(_without_nans(x, 0), axis, dtype)
+
+
+def nancumprod(x, axis=None, dtype=None):
+    """``cumprod`` treating NaNs as one."""
+    x = _prep(x)
+    return cumprod(_without_nans(x, 1), axis, dtype)
+
+
+def ptp(x, axis=None, keepdims=False):
+    """The range ``max - min`` along ``axis``."""
+    from .ufuncs import subtract
+    x = _prep(x)
+    return subtract(max(x, axis, keepdims=keepdims), min(x, axis, keepdims=keepdims))

@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import lax
-from ..core.avals import bool_, float64, is_complex_dtype, is_float_dtype, is_inexact_dtype
+from ..core.avals import bool_, finfo, float64, is_complex_dtype, is_float_dtype, is_inexact_dtype
 from ..core.trace import Tracer, typeof
 from ._promote import asarray_of, broadcast_arrays, promote, promote_and_broadcast, result_dtype
 
@@ -270,7 +270,11 @@ def where(condition, x=None, y=None):
     return lax.select(cond, x, y)
 
 
-def clip(x, a_min=None, a_max=None):
+def clip(x, a_min=None, a_max=None, *, min=None, max=None):
+    """``minimum(maximum(x, a_min), a_max)``; a bound of None is no bound (numpy 2's ``min=`` /
+    ``max=`` are accepted too)."""
+    a_min = min if a_min is None else a_min
+    a_max = max if a_max is None else a_max
     if a_min is not None:
         x = maximum(x, a_min)
     if a_max is not None:
@@ -328,3 +332,171 @@ def exp2(x):
     """``2 ** x`` (integers are computed in float64)."""
     x = _to_float(_arraylike(x))
     return lax.pow(np.asarray(2, dtype=typeof(x).dtype), x)
+
+
+# --- rounding, remainders, shifts and other elementwise functions ---------------------------
+def around(a, decimals=0):
+    """numpy's ``round``: half to even at ``decimals`` digits, computed as numpy does
+    (``rint(a * 10**d) / 10**d``, or ``rint(a / 10**-d) * 10**-d`` for ``d < 0``); integers
+    are unchanged for ``d >= 0`` and rounded through float64 otherwise; complex numbers part
+    by part."""
+    (a,) = promote(_arraylike(a))
+    decimals = int(decimals)
+    dtype = typeof(a).dtype
+    if is_complex_dtype(dtype):
+        return lax.complex(around(lax.real(a), decimals), around(lax.imag(a), decimals))
+    if dtype == bool_:
+        if decimals < 0:
+            raise TypeError("round: cannot round bool values to negative decimals")
+        return rint(a)
+    if not is_float_dtype(dtype):
+        if decimals >= 0:
+            return a
+        return lax.convert_element_type(around(lax.convert_element_type(a, float64), decimals), dtype)
+    if decimals == 0:
+        return lax.round(a)
+    f = 10.0 ** (decimals if decimals >= 0 else -decimals)   # a Python float: weakly typed
+    if decimals > 0:
+        return true_divide(lax.round(multiply(a, f)), f)
+    return multiply(lax.round(true_divide(a, f)), f)
+
+
+round = around
+
+
+def fmod(x1, x2):
+    """The C remainder ``x1 - trunc(x1 / x2) * x2``: the sign of the dividend; ``x % 0`` is NaN
+    for floats and 0 for integers, as numpy gives."""
+    x1, x2 = promote_and_broadcast(_arraylike(x1), _arraylike(x2), keep_scalars=True)
+    if typeof(x1).dtype == bool_:   # numpy computes bools as int8
+        x1, x2 = lax.convert_element_type(x1, np.int8), lax.convert_element_type(x2, np.int8)
+    return lax.rem(x1, x2)
+
+
+def _shift_operands(x1, x2):
+    x1, x2 = promote_and_broadcast(_arraylike(x1), _arraylike(x2), keep_scalars=True)
+    if typeof(x1).dtype == bool_:   # numpy computes bools as int8
+        x1, x2 = lax.convert_element_type(x1, np.int8), lax.convert_element_type(x2, np.int8)
+    return x1, x2
+
+
+def left_shift(x1, x2):
+    """``x1 << x2`` for integers. A count outside ``[0, bits)`` (negative, or at least the bit
+    width) gives 0, as in XLA (and numpy's kernels)."""
+    return lax.shift_left(*_shift_operands(x1, x2))
+
+
+def right_shift(x1, x2):
+    """``x1 >> x2``: arithmetic for signed, logical for unsigned integers. A count outside
+    ``[0, bits)`` gives the sign fill: -1 for negative ``x1``, 0 otherwise (XLA's rule)."""
+    return lax.shift_right(*_shift_operands(x1, x2))
+
+
+bitwise_left_shift = left_shift
+bitwise_right_shift = right_shift
+bitwise_not = invert
+bitwise_invert = invert
+
+
+def _float_pair(name, x, y):
+    x, y = promote_and_broadcast(_to_float(_arraylike(x)), _to_float(_arraylike(y)), keep_scalars=True)
+    from ..lax.primitives import check_kinds
+    check_kinds(name, "float", typeof(x))
+    return x, y
+
+
+def hypot(x1, x2):
+    """``sqrt(x1**2 + x2**2)`` without overflow: ``m * sqrt(1 + (s / m)**2)`` with ``m`` the
+    larger magnitude; infinite if either is infinite (even beside a NaN), as numpy."""
+    x, y = _float_pair("hypot", x1, x2)
+    ax, ay = lax.abs(x), lax.abs(y)
+    big, small = maximum(ax, ay), minimum(ax, ay)
+    dt = typeof(big).dtype
+    r = true_divide(small, where(equal(big, 0), dt.type(1), big))
+    out = multiply(big, sqrt(add(multiply(r, r), dt.type(1))))
+    return where(logical_or(isinf(x), isinf(y)), dt.type(np.inf), out)
+
+
+def sinc(x):
+    """``sin(pi x) / (pi x)``, exactly 1 at 0."""
+    x = _to_float(_arraylike(x))
+    (x,) = promote(x)
+    zero = equal(x, 0)
+    y = multiply(np.pi, where(zero, 1.0, x))
+    return where(zero, typeof(y).dtype.type(1), true_divide(sin(y), y))
+
+
+def signbit(x):
+    """Whether the sign bit is set: ``x < 0``, and True for -0.0. A NaN counts as positive
+    (its sign bit cannot be read without a bitcast; numpy reads it)."""
+    (x,) = promote(_arraylike(x))
+    dtype = typeof(x).dtype
+    from ..lax.primitives import check_kinds
+    check_kinds("signbit", "ordered", typeof(x))
+    if dtype == bool_ or np.issubdtype(dtype, np.unsignedinteger):
+        from .creation import full_like
+        return full_like(x, False, dtype=bool)
+    neg = less(x, dtype.type(0))
+    if not is_float_dtype(dtype):
+        return neg
+    zero = equal(x, dtype.type(0))
+    inv = true_divide(dtype.type(1), where(zero, x, dtype.type(1)))   # -inf for -0.0
+    return logical_or(neg, logical_and(zero, less(inv, dtype.type(0))))
+
+
+def copysign(x1, x2):
+    """``x1`` with the sign of ``x2`` (integers are computed in float64). A NaN ``x2`` counts
+    as positive (see ``signbit``)."""
+    x, y = _float_pair("copysign", x1, x2)
+    mag = lax.abs(x)
+    if typeof(mag).ndim < typeof(y).ndim:
+        mag = broadcast_arrays(mag, y)[0]
+    return where(signbit(y), lax.neg(mag), mag)
+
+
+def heaviside(x1, x2):
+    """0 where ``x1 < 0``, ``x2`` where ``x1 == 0``, 1 where ``x1 > 0``, NaN where ``x1`` is NaN."""
+    x, h = _float_pair("heaviside", x1, x2)
+    dt = typeof(x).dtype
+    out = where(less(x, dt.type(0)), dt.type(0), where(greater(x, dt.type(0)), dt.type(1), h))
+    return where(isnan(x), dt.type(np.nan), out)
+
+
+def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
+    """NaN, +inf and -inf replaced by ``nan``, ``posinf`` and ``neginf`` (the dtype's largest
+    and smallest finite values by default); complex numbers part by part; integers unchanged."""
+    (x,) = promote(_arraylike(x))
+    dtype = typeof(x).dtype
+    if is_complex_dtype(dtype):
+        return lax.complex(nan_to_num(lax.real(x), copy, nan, posinf, neginf),
+                           nan_to_num(lax.imag(x), copy, nan, posinf, neginf))
+    if not is_float_dtype(dtype):
+        return x
+    info = finfo(dtype)
+    hi = info.max if posinf is None else posinf
+    lo = info.min if neginf is None else neginf
+    c = lambda v: np.asarray(v).astype(dtype)[()]
+    out = where(isnan(x), c(nan), x)
+    out = where(equal(x, dtype.type(np.inf)), c(hi), out)
+    return where(equal(x, dtype.type(-np.inf)), c(lo), out)
+
+
+def isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
+    """``|a - b| <= atol + rtol * |b|`` for finite ``b``, ``a == b`` otherwise (numpy's rule:
+    ``b`` is computed as a float); NaNs are equal when ``equal_nan``."""
+    a, b = _arraylike(a), _arraylike(b)
+    b = _to_float(b)
+    diff = abs(subtract(a, b))
+    tol = add(atol, multiply(rtol, abs(b)))
+    close = logical_and(less_equal(diff, tol), isfinite(b))
+    out = logical_or(close, equal(a, b))
+    if equal_nan:
+        out = logical_or(out, logical_and(isnan(a), isnan(b)))
+    return out
+
+
+def allclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
+    """Whether ``isclose`` holds everywhere: a bool scalar (traced under ``qjit``)."""
+    from .reductions import all as _all
+    out = _all(isclose(a, b, rtol, atol, equal_nan))
+    return bool(out) if not isinstance(out, Tracer) else out

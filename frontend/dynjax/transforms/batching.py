@@ -176,7 +176,7 @@ def _elementwise(primitive):
 _ELEMENTWISE = ("neg sign floor ceil round is_finite exp log log1p expm1 tanh logistic sin cos "
                 "tan asin acos atan sinh cosh sqrt rsqrt cbrt abs not real imag conj integer_pow "
                 "convert_element_type add sub mul div rem pow max min atan2 complex and or xor eq "
-                "ne lt le gt ge select_n").split()
+                "ne lt le gt ge select_n shift_left shift_right").split()
 for _name in _ELEMENTWISE:
     _p = getattr(P, f"{_name}_p")
     batching_rules[_p] = _elementwise(_p)
@@ -233,6 +233,7 @@ batching_rules[P.rev_p] = _axes_rule(P.rev_p, "dimensions")
 for _p in (P.reduce_sum_p, P.reduce_prod_p, P.reduce_max_p, P.reduce_min_p, P.argmax_p, P.argmin_p):
     batching_rules[_p] = _axes_rule(_p, "axes")
 batching_rules[P.cumsum_p] = _axes_rule(P.cumsum_p, "axis")
+batching_rules[P.cumprod_p] = _axes_rule(P.cumprod_p, "axis")
 
 
 def _sort_rule(size, vals, dims, *, dimension, num_keys):

@@ -269,6 +269,7 @@ jvp_rules[P.integer_pow_p] = _integer_pow_rule
 
 # piecewise constant, or integer / bool valued: zero tangents
 for _p in (P.sign_p, P.floor_p, P.ceil_p, P.round_p, P.is_finite_p, P.not_p, P.and_p, P.or_p,
+           P.shift_left_p, P.shift_right_p,
            P.xor_p, P.eq_p, P.ne_p, P.lt_p, P.le_p, P.gt_p, P.ge_p, P.iota_p, P.argmax_p,
            P.argmin_p):
     jvp_rules[_p] = _zero_tangents(_p)
@@ -414,6 +415,30 @@ def _reduce_prod_rule(primals, tangents, *, axes):
 
 
 jvp_rules[P.reduce_prod_p] = _reduce_prod_rule
+
+
+def _cumprod_rule(primals, tangents, *, axis, reverse=False):
+    (x,), (t,) = primals, tangents
+    out = P.cumprod_p.bind(x, axis=axis, reverse=reverse)
+    if not is_inexact_dtype(typeof(out).dtype):
+        return out, _zero_like(out)
+    # d out_i = sum_{j <= i} t_j prod_{k <= i, k != j} x_k. With p_i the running product of the
+    # non-zero elements and z_i the running count of zeros: p_i * sum_{j <= i} t_j / x_j when
+    # z_i == 0, p_i * t at the one zero when z_i == 1, and 0 when z_i >= 2 (linear in t).
+    scan = lambda v: P.cumsum_p.bind(v, axis=axis, reverse=reverse)
+    is_zero = P.eq_p.bind(x, _const(x, 0))
+    safe = _safe(x, is_zero)
+    p = P.cumprod_p.bind(safe, axis=axis, reverse=reverse)
+    z = scan(_mask(is_zero, x))
+    no_zero = _mask(P.eq_p.bind(z, _const(z, 0)), x)
+    one_zero = _mask(P.eq_p.bind(z, _const(z, 1)), x)
+    t = instantiate(t) if isinstance(t, Zero) else t
+    none = mul(no_zero, mul(p, scan(div(mul(t, _mask(P.not_p.bind(is_zero), x)), safe))))
+    one = mul(one_zero, mul(p, scan(mul(t, _mask(is_zero, x)))))
+    return out, add(none, one)
+
+
+jvp_rules[P.cumprod_p] = _cumprod_rule
 
 
 def _reduce_extremum(primitive):
