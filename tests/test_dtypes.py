@@ -350,6 +350,10 @@ CALLS = {
     (lambda x, y: f(x, [0, 2], y[:2], inplace=False)),
     "searchsorted": lambda f: lambda x, y: f(_sorted(x), y),
     "digitize": lambda f: lambda x, y: f(x, _sorted(y)),
+    "diag": lambda f: lambda x, y: f(x, 1),
+    "diagonal": lambda f: lambda x, y: f(np.stack([x, y]) if isinstance(x, np.ndarray) else jnp.stack([x, y]), 1),
+    "trace": lambda f: lambda x, y: f(np.stack([x, y]) if isinstance(x, np.ndarray) else jnp.stack([x, y]), 1),
+    "einsum": lambda f: lambda x, y: f("i,i->", x, y),
     "interp": lambda f: lambda x, y: f(x, _sorted(y), y),
 }
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import lax
-from ..core.avals import bool_, float32, float64, int64, is_complex_dtype, is_float_dtype
+from ..core.avals import bool_, float32, float64, int64, is_complex_dtype, is_float_dtype, same_dim
 from ..core.trace import Tracer, typeof
 from ._promote import promote, result_dtype
 from .reductions import _axes, _prep
@@ -259,11 +259,8 @@ def average(a, axis=None, weights=None, returned=False, *, keepdims=False):
         avg = mean(a, axis, keepdims=keepdims)
         if not returned:
             return avg
-        from .reductions import size
-        axes = _axes(a, axis)
-        n = 1
-        for i in axes:
-            n = n * typeof(a).shape[i]
+        from .reductions import count
+        n = count(a, _axes(a, axis))
         scl = lax.convert_element_type(n, typeof(avg).dtype) if isinstance(n, Tracer) else \
             np.asarray(n, typeof(avg).dtype)
         return avg, lax.broadcast_in_dim(scl, typeof(avg).shape, ())
@@ -272,13 +269,13 @@ def average(a, axis=None, weights=None, returned=False, *, keepdims=False):
     base = a if not (aa.dtype == bool_ or np.issubdtype(aa.dtype, np.integer)) else \
         lax.convert_element_type(a, float64)
     out_dtype = result_dtype(base, w)[0]
-    if not (wa.ndim == aa.ndim and all(_same_dim(d, e) for d, e in zip(wa.shape, aa.shape))):
+    if not (wa.ndim == aa.ndim and all(same_dim(d, e) for d, e in zip(wa.shape, aa.shape))):
         if axis is None:
             raise TypeError("average: axis must be given when the shapes of a and weights differ")
         axes = _axes(a, axis)
         if wa.ndim != len(axes):
             raise TypeError("average: 1-D weights expected when the shapes of a and weights differ")
-        if wa.ndim == 1 and not _same_dim(wa.shape[0], aa.shape[axes[0]]):
+        if wa.ndim == 1 and not same_dim(wa.shape[0], aa.shape[axes[0]]):
             raise ValueError(f"average: the length of weights ({wa.shape[0]}) differs from the "
                              f"length of a along axis {axes[0]} ({aa.shape[axes[0]]})")
         w = lax.broadcast_in_dim(w, tuple(aa.shape), tuple(axes))
@@ -290,8 +287,3 @@ def average(a, axis=None, weights=None, returned=False, *, keepdims=False):
             scl = lax.broadcast_in_dim(scl, typeof(avg).shape, ())
         return avg, scl
     return avg
-
-
-def _same_dim(d1, d2):
-    from ..core.avals import same_dim
-    return same_dim(d1, d2)
