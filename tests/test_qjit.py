@@ -244,3 +244,25 @@ def test_resizing_loop_that_keeps_sizes_is_one_program():
 
     np.testing.assert_array_equal(f(3), np.full(3, 1025.0))
     assert f.cache_info()["host_steps"] == 0 and f.cache_info()["compilations"] + f.cache_info()["disk_cache_hits"] == 1
+
+
+def test_lists_named_by_abstracted_axes_are_arrays():
+    """A list of numbers whose abstracted_axes entry names axes is an array: one trace for
+    every length (and for nested lists, every shape); other lists stay pytrees."""
+    f = qjit(lambda x, y: jnp.sum(x * x) + y, abstracted_axes=({0: "n"}, None))
+    for xs in ([1.0, 2.0], [3.0, -1.0, 0.5], [], [2.5]):
+        assert f(xs, 1.0) == sum(v * v for v in xs) + 1.0
+    assert f.cache_info()["traces"] == 1
+    g = qjit(lambda m: m.T @ m, abstracted_axes={0: "n", 1: "k"})
+    for rows in ([[1.0, 2.0], [3.0, 4.0]], [[1.0, 2.0, 3.0]], ((0.5,), (1.5,), (2.0,))):
+        want = np.array(rows).T @ np.array(rows)
+        np.testing.assert_array_equal(g(rows), want)
+    assert g.cache_info()["traces"] == 1
+    assert "b:f64[a]" in str(dynjax.make_jaxpr(lambda x: jnp.sum(x), abstracted_axes={0: "n"})([1.0, 2.0]))
+    # without abstracted axes, or with a list of arrays, a list is a pytree (JAX's rule)
+    h = qjit(lambda p: p[0] + 2 * p[1])
+    assert h([1.0, 3.0]) == 7.0 and h((1.0, 3.0)) == 7.0
+    k = qjit(lambda p: p[0] - p[1], abstracted_axes={0: "n"})
+    np.testing.assert_array_equal(k([np.arange(3.0), np.ones(3)]), np.arange(3.0) - 1)
+    with pytest.raises(ValueError, match="argument 0 is a list .* rows have different lengths"):
+        g([[1.0, 2.0], [3.0]])

@@ -29,7 +29,8 @@ from .core.trace import is_tracing
 from .execution.lru import BoundedCache, check_cache_size, default_cache_size
 from .execution.program import Program, Stats
 from .tracing import (ShapeDtypeStruct, TracedFunction, _axis_names, _per_arg_specs, _spec_leaves,
-                      implicit_values, leaf_aval, normalize_static_argnums, trace_function)
+                      implicit_values, leaf_aval, named_lists_as_arrays, normalize_static_argnums,
+                      trace_function)
 
 
 class _Entry:
@@ -243,9 +244,11 @@ class QJIT:
             return self.fun(*args, **kwargs)
         self._check_call(args, kwargs)
         args, kwargs = self._bind_kwargs(args, kwargs)
+        args = self._lists_as_arrays(args)
         self.calls += 1
         # One rule for what an argument is, on every path: a pytree whose leaves are arrays or
-        # scalars. Lists and tuples are pytrees, never converted to arrays.
+        # scalars. Lists and tuples are pytrees, except lists of numbers that abstracted_axes
+        # names, which became arrays above.
         leaves, tree = pytree.tree_flatten((self._dynamic_args(args), kwargs))
         try:
             key = (tree, tuple([_leaf_key(x) for x in leaves]),
@@ -294,6 +297,11 @@ class QJIT:
         tree = entry.traced.out_tree
         single = entry.explicit[0] if tree.kind == "leaf" and len(entry.explicit) == 1 else None
         self._fast.put(tuple(keys), (entry, exe, runtime, entry.explicit, single))
+
+    def _lists_as_arrays(self, args):
+        """Lists of numbers named by abstracted_axes are arrays (see named_lists_as_arrays)."""
+        nargs = len(self._dynamic_args(args))
+        return named_lists_as_arrays(args, self.static_argnums, self._effective_axes(nargs))
 
     def _bind_kwargs(self, args, kwargs):
         """Move keyword arguments that name positional parameters into ``args``; keyword-only
@@ -437,6 +445,7 @@ class QJIT:
         from .cost_model import jaxpr_cost, parameter_names
         self._check_call(args, kwargs)
         args, kwargs = self._bind_kwargs(args, kwargs)
+        args = self._lists_as_arrays(args)
         jaxpr = self._lookup(args, kwargs).traced.closed_jaxpr.jaxpr
         return jaxpr_cost(jaxpr, names=parameter_names(jaxpr, self.fun, args, self.static_argnums))
 

@@ -272,6 +272,40 @@ def _spec_leaves(spec, arg, nleaves: int):
     return spec_leaves
 
 
+def _is_number_sequence(x) -> bool:
+    """A (nested) list or tuple whose leaves are all numbers: the literal form of an array."""
+    if not isinstance(x, (list, tuple)) or hasattr(x, "_fields"):   # namedtuples are records
+        return False
+    leaves, _ = pytree.tree_flatten(x)
+    return all(isinstance(v, (bool, int, float, complex, np.generic)) for v in leaves)
+
+
+def _names_axes(spec) -> bool:
+    """Whether an abstracted_axes entry names array axes (a dict, or a tuple of names)."""
+    return isinstance(spec, dict) or (isinstance(spec, (tuple, list)) and bool(spec) and all(
+        isinstance(s, (str, int)) or s is None for s in spec))
+
+
+def named_lists_as_arrays(args: Sequence[Any], static_argnums, abstracted_axes) -> tuple:
+    """Lists and tuples of numbers whose abstracted_axes entry names axes become numpy arrays
+    (so one trace serves every length); every other list or tuple stays a pytree (JAX's rule:
+    ``f([1.0, 2.0])`` passes two scalars). A ragged list is a ValueError naming the argument."""
+    if abstracted_axes is None:
+        return tuple(args)
+    static = set(normalize_static_argnums(static_argnums, len(args)))
+    dyn_positions = [i for i in range(len(args)) if i not in static]
+    specs = _per_arg_specs(abstracted_axes, len(dyn_positions))
+    out = list(args)
+    for k, i in enumerate(dyn_positions):
+        if _names_axes(specs[k]) and _is_number_sequence(args[i]):
+            try:
+                out[i] = np.array(args[i])
+            except ValueError:
+                raise ValueError(f"argument {i} is a list whose abstracted axes make it an array, but "
+                                 "its rows have different lengths") from None
+    return tuple(out)
+
+
 def make_jaxpr(fun: Callable, static_argnums=None, abstracted_axes=None):
     """Return a function that traces ``fun`` and gives its ``ClosedJaxpr``.
 
@@ -281,6 +315,7 @@ def make_jaxpr(fun: Callable, static_argnums=None, abstracted_axes=None):
     """
     @api_boundary
     def traced(*args, **kwargs):
+        args = named_lists_as_arrays(args, static_argnums, abstracted_axes)
         return trace_function(fun, args, kwargs, static_argnums, abstracted_axes,
                               check_shared=True).closed_jaxpr
     traced.__name__ = f"make_jaxpr({getattr(fun, '__name__', 'fun')})"
