@@ -729,3 +729,19 @@ def test_composite_program():
         return f
     check_three_ways(program(jnp), program(np), lambda nm: (rand(1, (nm[0], nm[0])), rand(2, (nm[1],))),
                      [(3, 2), (1, 0), (5, 4)], abstracted_axes=({0: "n", 1: "n"}, {0: "m"}))
+
+
+def test_the_user_guide_lists_every_function():
+    """doc/user_guide.md's table of dynjax.numpy is complete: every public function appears
+    in it (between backticks), so a function added without a row fails here."""
+    import pathlib
+    import re
+    guide = (pathlib.Path(__file__).parent.parent / "doc" / "user_guide.md").read_text()
+    table = guide[guide.index("| group | functions |"):guide.index("## `dynjax.numpy.linalg`")]
+    listed = {w for cell in re.findall(r"`([^`]*)`", table) for w in re.findall(r"[A-Za-z_][A-Za-z_0-9]*", cell)}
+    public = {n for n in dir(jnp) if not n.startswith("_") and callable(getattr(jnp, n))}
+    dtypes = {n for n in public if isinstance(getattr(jnp, n), type) or n in (
+        "bool", "bfloat16", "float16", "float32", "float64", "complex64", "complex128",
+        "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "bool_")}
+    missing = sorted(public - listed - dtypes - {"indexing"})
+    assert not missing, f"add to doc/user_guide.md's table: {missing}"
