@@ -490,13 +490,17 @@ def _signature(fun):
 
 
 def qjit(fun: Optional[Callable] = None, *, static_argnums=None, static_argnames=None,
-         abstracted_axes=None, cache_size: Optional[int] = None):
+         abstracted_axes=None, cache_size: Optional[int] = None, autograph: bool = False):
     """Compile ``fun`` with dynamic shapes; usable as ``@qjit`` or ``@qjit(...)``.
 
     ``cache_size`` bounds each of the function's in-memory caches (traces, executables per
     program segment, the dispatch table), least recently used first out; the default is
-    ``$DYNJAX_CACHE_SIZE`` or 64."""
+    ``$DYNJAX_CACHE_SIZE`` or 64. ``autograph=True`` first rewrites the function's Python
+    ``if`` / ``for`` / ``while`` so that they work on traced values (``dynjax.autograph``)."""
     @api_boundary
     def wrap(f):
+        if autograph:
+            from .autograph import convert
+            f = convert(f)
         return QJIT(f, static_argnums, static_argnames, abstracted_axes, cache_size)
     return wrap if fun is None else wrap(fun)
