@@ -267,7 +267,8 @@ def _method(name):
     return method
 
 
-for _name in ("sum", "mean", "max", "min", "prod", "argmax", "argmin", "cumsum", "dot", "clip", "diagonal", "trace"):
+for _name in ("sum", "mean", "max", "min", "prod", "argmax", "argmin", "cumsum", "dot", "clip", "diagonal",
+              "trace", "repeat"):
     setattr(Tracer, _name, _method(_name))
 
 

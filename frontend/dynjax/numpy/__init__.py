@@ -21,6 +21,8 @@ from .shape_ops import (astype, broadcast_to, concatenate, diff, expand_dims, fl
                         stack, swapaxes, transpose, vstack, atleast_1d, atleast_2d, atleast_3d,
                         tril, triu)
 from .sorting import argsort, sort  # noqa: F401
+from .arrangement import (append, array_split, delete, dsplit, hsplit, indices, insert, meshgrid,  # noqa: F401
+                          repeat, rot90, split, tile, vsplit)
 from .statistics import (average, median, nanmedian, nanpercentile, nanquantile, percentile,  # noqa: F401
                          quantile)
 from .ufuncs import (abs, absolute, add, angle, arccos, arcsin, arctan, arctan2, bitwise_and,  # noqa: F401
