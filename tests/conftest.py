@@ -3,6 +3,7 @@ profiles (``ci``, the default, draws the same examples on every run, so a red bu
 reproducible; ``HYPOTHESIS_PROFILE=explore`` draws new ones each time)."""
 import os
 
+import pytest
 from hypothesis import settings
 
 settings.register_profile("ci", derandomize=True, deadline=None, print_blob=True)
@@ -23,3 +24,10 @@ def pytest_configure(config):
     import helpers
     from compiled import run_compiled
     helpers.WAYS["compiled"] = run_compiled
+
+
+@pytest.fixture
+def exact_tier(monkeypatch):
+    """Pin the exact-size tier (``DYNJAX_TIERS=exact``): for tests of its compile counts and
+    executable caches, which the padded tier (one executable per size bucket) would change."""
+    monkeypatch.setenv("DYNJAX_TIERS", "exact")

@@ -256,6 +256,7 @@ def _xla(f, *args):
     ("batched", dynjax.vmap(lambda x, y: x @ y), [dict(b=5, n=40, k=50, m=60), dict(b=2, n=9, k=70, m=11)],
      ({0: "b", 1: "n", 2: "k"}, {0: "b", 1: "k", 2: "m"})),
 ])
+@pytest.mark.usefixtures("exact_tier")   # XLA's analysis of the exact-size executable
 def test_flops_agree_with_xla_on_matmul_programs(name, fn, sizes, axes):
     f = dynjax.qjit(fn, abstracted_axes=axes)
     extra = {("mlp", 2): 3}   # the static last axis of w2
@@ -272,6 +273,7 @@ def test_flops_agree_with_xla_on_matmul_programs(name, fn, sizes, axes):
         assert at["transcendentals"] == int(xla.get("transcendentals", 0)), name
 
 
+@pytest.mark.usefixtures("exact_tier")
 def test_xla_counts_a_loop_body_once():
     """XLA's analysis of a while loop counts one iteration (plus the counter): ours is the
     body's cost times the trip count."""

@@ -163,6 +163,7 @@ def test_errors():
 
 # --- sizes, caches, dead code -------------------------------------------------------------------
 
+@pytest.mark.usefixtures("exact_tier")
 def test_sizes_0_1_5_one_trace_and_the_caches(capsys):
     def f(x):
         dynjax.debug.print("in {} n={}", x, x.shape[0])

@@ -10,6 +10,7 @@ import dynjax.numpy as jnp
 from dynjax import ShapeDtypeStruct, for_loop, qjit, while_loop
 
 
+@pytest.mark.usefixtures("exact_tier")
 def test_overview_program_compiles_and_runs():
     @qjit
     def circuit(sz: int):
@@ -32,6 +33,7 @@ def test_overview_program_compiles_and_runs():
     assert "HloModule" in circuit.hlo
 
 
+@pytest.mark.usefixtures("exact_tier")
 def test_one_trace_across_sizes():
     @qjit(abstracted_axes={0: "n"})
     def f(x):
@@ -101,6 +103,7 @@ def test_static_argnums_and_argnames():
     np.testing.assert_array_equal(g(np.ones(2)), [2.0, 2.0])
 
 
+@pytest.mark.usefixtures("exact_tier")
 def test_integer_arguments_feed_shapes_but_not_loop_counts():
     @qjit
     def f(n: int, k: int):

@@ -23,6 +23,7 @@ def _run_threads(work, items, threads=THREADS):
         return list(pool.map(work, items))
 
 
+@pytest.mark.usefixtures("exact_tier")
 def test_many_threads_many_sizes_array_and_int_arguments():
     @qjit(abstracted_axes=({0: "n"}, None))
     def f(x, k):
@@ -46,6 +47,7 @@ def test_many_threads_many_sizes_array_and_int_arguments():
     assert info["specializations"] == len(sizes) * 4
 
 
+@pytest.mark.usefixtures("exact_tier")
 def test_many_threads_int_size_argument_fast_path():
     f = qjit(lambda n: jnp.arange(n) * 2)
     items = [n % 9 for n in range(300)]
@@ -59,6 +61,7 @@ def test_many_threads_int_size_argument_fast_path():
     assert f.cache_info()["traces"] == 2 and f.cache_info()["specializations"] == 18
 
 
+@pytest.mark.usefixtures("exact_tier")
 def test_racing_first_calls_compile_once():
     f = qjit(lambda x: jnp.cumsum(x) * 2, abstracted_axes={0: "n"})
     barrier = threading.Barrier(THREADS)
@@ -119,6 +122,7 @@ def _live_executables():
     return sum(1 for o in gc.get_objects() if isinstance(o, runtime.Executable))
 
 
+@pytest.mark.usefixtures("exact_tier")
 def test_executable_caches_are_bounded():
     before = _live_executables()
     f = qjit(lambda x: (x * 2).sum(), abstracted_axes={0: "n"}, cache_size=4)
@@ -133,6 +137,7 @@ def test_executable_caches_are_bounded():
     assert float(f(np.ones(0))) == 0.0
 
 
+@pytest.mark.usefixtures("exact_tier")
 def test_int_size_caches_are_bounded_and_correct_after_eviction():
     f = qjit(lambda n: jnp.arange(n).sum(), cache_size=3)
     for n in list(range(20)) + list(range(20)):

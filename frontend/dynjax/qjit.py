@@ -26,6 +26,7 @@ from .core import pytree
 from .core.avals import is_inexact_dtype, is_integer_dtype
 from .core.errors import api_boundary, user_error, user_stacklevel
 from .core.trace import is_tracing
+from .execution import explain
 from .execution.lru import BoundedCache, check_cache_size, default_cache_size
 from .execution.program import Program, Stats
 from .tracing import (ShapeDtypeStruct, TracedFunction, _axis_names, _per_arg_specs, _spec_leaves,
@@ -164,7 +165,11 @@ class QJIT:
     def _dynamic_args(self, args):
         return [a for i, a in enumerate(args) if i not in self.static_argnums]
 
-    def _trace(self, args, kwargs) -> _Entry:
+    def _trace(self, args, kwargs, akey=None) -> _Entry:
+        if akey is not None:
+            explain.maybe(explain.recompiles, lambda: explain.trace_reason(
+                getattr(self.fun, "__name__", "function"), akey, self._by_abstract.keys(),
+                lambda k: f"argument {self._position(k)} ({self._param_name(self._position(k))})"))
         nargs = len(self._dynamic_args(args))
         traced = trace_function(self.fun, args, kwargs, self.static_argnums, self._effective_axes(nargs))
         self.traces += 1
@@ -227,6 +232,7 @@ class QJIT:
             if hit is not None:
                 entry, exe, runtime, explicit, single = hit
                 self.calls += 1
+                self.stats.exact_runs += 1
                 self._last = entry
                 outs = exe(*args) if runtime is None else exe(*[args[i] for i in runtime])
                 if single is not None:
@@ -326,7 +332,7 @@ class QJIT:
     def _lookup(self, args, kwargs) -> _Entry:
         args = self._check_aot(args)
         akey = self._abstract_key(args, kwargs)
-        return self._by_abstract.get_or_fill(akey, lambda: self._trace(args, kwargs))
+        return self._by_abstract.get_or_fill(akey, lambda: self._trace(args, kwargs, akey))
 
     def _check_aot(self, args):
         """Check arguments against the annotations; returns them cast to the annotated dtypes.
@@ -370,8 +376,7 @@ class QJIT:
         dims = implicit_values(sig, leaves) if sig.dim_names else []
         program, args = entry.program, dims + leaves
         if program.single is not None:
-            exe = program.single.executable(args)
-            outs = exe(*[args[i] for i in program.single.runtime])
+            outs, exe = program.single.call(args)
         else:
             exe, outs = None, program.run(args)
         explicit = [outs[i] for i in entry.explicit]
@@ -450,11 +455,16 @@ class QJIT:
         return jaxpr_cost(jaxpr, names=parameter_names(jaxpr, self.fun, args, self.static_argnums))
 
     def cache_info(self) -> Dict[str, int]:
-        """How many traces, lowerings, specializations and compilations happened."""
+        """How many traces, lowerings, specializations and compilations happened, and which
+        tier served the runs (``exact_runs``: exact-size executables, ``padded_runs``: a size
+        bucket's padded one; see ``execution.tiers``)."""
         s = self.stats
         return {"calls": self.calls, "traces": self.traces, "lowerings": s.lowerings,
                 "specializations": s.specializations, "compilations": s.compilations,
-                "disk_cache_hits": s.disk_hits, "host_steps": s.host_steps}
+                "padded_compilations": s.padded_compilations,
+                "background_compilations": s.background_compilations,
+                "disk_cache_hits": s.disk_hits, "host_steps": s.host_steps,
+                "exact_runs": s.exact_runs, "padded_runs": s.padded_runs}
 
 
 def _is_array_annotation(ann) -> bool:

@@ -1,8 +1,12 @@
 # RUN: %PYTHON %s | filecheck %s
 # The seed's overview program lowered: the size is a leading tensor<i64> argument, arrays
-# are tensor<?xf64>, the loop is a stablehlo.while carrying its constants.
-from dynjax import for_loop, qjit
-import dynjax.numpy as jnp
+# are tensor<?xf64>, the loop is a stablehlo.while carrying its constants. The exact-size
+# tier is asked for, so that mlir_specialized shows the specialization to sz = 5.
+import os
+os.environ["DYNJAX_TIERS"] = "exact"
+
+from dynjax import for_loop, qjit  # noqa: E402
+import dynjax.numpy as jnp  # noqa: E402
 
 
 @qjit

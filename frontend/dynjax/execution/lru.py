@@ -73,6 +73,9 @@ class BoundedCache:
     def values(self):
         return list(self._data.values())
 
+    def keys(self):
+        return list(self._data.keys())
+
     def get(self, key, default=None):
         """The cached value (refreshing its recency), or ``default``."""
         data = self._data

@@ -22,6 +22,7 @@ import numpy as np
 
 from ..core.jaxpr import ClosedJaxpr, Jaxpr, Literal, Var
 from ..core.primitive import impl_rules
+from . import explain
 from .analysis import _FOLDABLE, dims_of, foldable_vars, is_scalar, needed_vars, statically_compilable
 from .lru import BoundedCache
 from .size_checks import check_sizes
@@ -29,15 +30,21 @@ from .size_checks import check_sizes
 
 class Stats:
     """Counters a ``qjit`` function reports through ``cache_info()``, and the size of the
-    executable cache of each of its segments (``cache_size``)."""
+    executable cache of each of its segments (``cache_size``). ``compilations`` counts the
+    exact-size executables, ``padded_compilations`` the bucket ones (``tiers``);
+    ``exact_runs`` / ``padded_runs`` count which tier served each segment run."""
 
     def __init__(self, cache_size: Optional[int] = None):
         self.cache_size = cache_size
         self.lowerings = 0
         self.specializations = 0
         self.compilations = 0
+        self.padded_compilations = 0
+        self.background_compilations = 0
         self.disk_hits = 0
         self.host_steps = 0
+        self.exact_runs = 0
+        self.padded_runs = 0
 
 
 def _is_int_scalar(v) -> bool:
@@ -60,6 +67,9 @@ class Segment:
         self._module_text: Optional[str] = None
         self._lowering_lock = threading.Lock()
         self.cache = BoundedCache(stats.cache_size)
+        self.padded = BoundedCache(stats.cache_size)    # size bucket -> PaddedRun (tier 1)
+        self.calls_at = BoundedCache(stats.cache_size)  # exact key -> [calls served padded]
+        self.paddable = bool(self.baked)                # False once padding proved impossible
         # introspection only (f.mlir_specialized, f.hlo): never read on a call path
         self.last_specialized: Optional[str] = None
         self.last_executable = None
@@ -72,12 +82,17 @@ class Segment:
                     from ..lowering import module_text
                     self._module_text = module_text(ClosedJaxpr(self.lowered, self.consts))
                     self.stats.lowerings += 1
+                    explain.maybe(explain.recompiles, lambda: f"lower a program of {len(self.jaxpr.eqns)} "
+                                  "equations to StableHLO with dynamic shapes")
         return self._module_text
 
+    def _key(self, args):
+        return (tuple([np.shape(args[i]) for i in self.runtime]), tuple([int(args[i]) for i in self.baked]))
+
     def executable(self, args: Sequence[Any]):
-        """The executable for concrete inputs, chosen by the runtime inputs' shapes and the
-        baked integers' values (compiled once per such key, whatever the threads)."""
-        key = (tuple([np.shape(args[i]) for i in self.runtime]), tuple([int(args[i]) for i in self.baked]))
+        """The exact-size executable for concrete inputs, chosen by the runtime inputs' shapes
+        and the baked integers' values (compiled once per such key, whatever the threads)."""
+        key = self._key(args)
         exe = self.cache.get(key)
         if exe is None:
             exe = self.cache.get_or_fill(key, lambda: self._compile(args))
@@ -85,14 +100,128 @@ class Segment:
         return exe
 
     def run(self, args: Sequence[Any]) -> List[np.ndarray]:
-        """Run on concrete inputs (see ``executable``)."""
-        return self.executable(args)(*[args[i] for i in self.runtime])
+        """Run on concrete inputs (see ``call``)."""
+        return self.call(args)[0]
+
+    def call(self, args: Sequence[Any]):
+        """The outputs for concrete inputs, and the exact executable that computed them (None
+        when the padded tier did: see ``tiers``)."""
+        key = self._key(args)
+        exe = self.cache.get(key)
+        if exe is None and self.paddable:
+            from . import tiers
+            pol = tiers.policy()
+            run = self._padded_run(args, pol == "auto") if pol != "exact" else None
+            if run is not None:
+                calls = self.calls_at.get_or_fill(key, lambda: self._first_padded_call(args))
+                calls[0] += 1
+                if pol == "auto" and calls[0] == tiers.RECUR:
+                    self._compile_exact_later(key, args)
+                    exe = self.cache.get(key)   # ready now when compiled synchronously
+            if run is not None and exe is None:
+                self.stats.padded_runs += 1
+                self.last_executable, self.last_specialized = run.exe, run.text
+                explain.maybe(explain.tiers, lambda: f"padded tier: {self._describe_key(key)}")
+                return run(args), None
+        if exe is None:
+            exe = self.cache.get_or_fill(key, lambda: self._compile(args))
+        self.last_executable = exe
+        self.stats.exact_runs += 1
+        explain.maybe(explain.tiers, lambda: f"exact tier: {self._describe_key(key)}")
+        return exe(*[args[i] for i in self.runtime]), exe
+
+    def _describe_key(self, key) -> str:
+        shapes, values = key
+        return explain._sizes(shapes, values, self.describe_input, self.runtime, self.baked)
+
+    # --- tier 1: padded executables per size bucket ------------------------------------------
+    def _padded_run(self, args, ahead: bool = False):
+        """The padded program for these sizes, or None when this program cannot run padded.
+
+        Its own bucket's program when compiled; else (``ahead``, the automatic policy) the
+        smallest compiled bucket that holds the sizes, while the own bucket compiles in the
+        background; else the own bucket, compiled now. With ``ahead``, every compile of a
+        bucket also queues the next larger one in the background, so growing sizes find
+        their program ready."""
+        from .padding import NotPaddable, bucket
+        values = [int(args[i]) for i in self.baked]
+        if any(v < 0 for v in values):
+            return None
+        bounds = tuple(bucket(v) for v in values)
+        try:
+            run = self.padded.get(bounds)
+            if run is not None:
+                return run
+            if ahead:
+                larger = [b for b in self.padded.keys() if all(x >= y for x, y in zip(b, bounds))]
+                if larger:
+                    self._compile_bucket_later(bounds, values)
+                    return self.padded.get(min(larger, key=lambda b: int(np.prod(b, dtype=np.int64))))
+            run = self.padded.get_or_fill(bounds, lambda: self._build_padded(bounds, values))
+            if ahead:
+                self._compile_bucket_later(tuple(2 * b for b in bounds), None)
+            return run
+        except NotPaddable:
+            self.paddable = False
+            return None
+
+    def _compile_bucket_later(self, bounds, values):
+        """Queue the padded program of a bucket on the background compile thread."""
+        from . import tiers
+        if bounds in self.padded:
+            return
+        self.stats.background_compilations += 1
+
+        def build():
+            try:
+                self.padded.get_or_fill(bounds, lambda: self._build_padded(bounds, values))
+            except Exception:
+                pass
+        tiers.background(build)
+
+    def _build_padded(self, bounds, values):
+        from .padding import pad_jaxpr
+        old = self.padded.keys()
+        program = pad_jaxpr(self.jaxpr, self.consts, dict(zip(self.baked, bounds)))
+        explain.maybe(explain.recompiles, lambda: explain.bucket_reason(
+            bounds, values, self.describe_input, self.baked, old))
+        exe, text = _compile_padded(self.stats, program.closed)
+        return PaddedRun(program, exe, text)
+
+    def _first_padded_call(self, args):
+        """A size served padded for the first time: the host checks the exact compile would
+        make (negative sizes, mismatched reshapes) run here, once per size."""
+        self._check(args)
+        return [0]
+
+    def _check(self, args):
+        baked_values = {i: int(args[i]) for i in self.baked}
+        check_sizes(self.jaxpr, {id(self.jaxpr.invars[i]): v for i, v in baked_values.items()},
+                    self.describe_input, {id(self.jaxpr.invars[i]): i for i in baked_values})
+
+    def _compile_exact_later(self, key, args):
+        """A recurring size: compile its exact executable (tier 2), in the background unless
+        ``DYNJAX_SYNC_COMPILE`` is set; it serves the calls after it is ready."""
+        from . import tiers
+        args = list(args)
+
+        def compile_exact():
+            self.cache.get_or_fill(key, lambda: self._compile(args))
+        explain.maybe(explain.recompiles, lambda: "size recurred, compile its exact executable"
+                      + ("" if tiers.synchronous() else " in the background") + f": {self._describe_key(key)}")
+        if tiers.synchronous():
+            compile_exact()
+        else:
+            self.stats.background_compilations += 1
+            tiers.background(compile_exact)
 
     def _compile(self, args):
         from .. import runtime
         baked_values = {i: int(args[i]) for i in self.baked}
-        check_sizes(self.jaxpr, {id(self.jaxpr.invars[i]): v for i, v in baked_values.items()},
-                    self.describe_input, {id(self.jaxpr.invars[i]): i for i in baked_values})
+        self._check(args)
+        explain.maybe(explain.recompiles, lambda: explain.compile_reason(
+            "specialize and compile exact sizes", self._key(args), self.cache.keys(), self.describe_input,
+            self.runtime, self.baked))
         arg_types = [None] * len(self.lowered.invars)
         for i in self.runtime:
             v = self.jaxpr.invars[i]
@@ -109,6 +238,50 @@ class Segment:
             self.stats.compilations += 1
         self.last_specialized = text
         return exe
+
+
+def _compile_padded(stats: Stats, closed: ClosedJaxpr):
+    """Lower a padded (static-shape) program and compile it, through the disk cache; returns
+    the executable and the module text."""
+    from .. import runtime
+    from ..lowering import module_text
+    text = module_text(closed)
+    stats.lowerings += 1
+    exe, hit = runtime.compile_cached(text, return_hit=True)
+    if hit:
+        stats.disk_hits += 1
+    else:
+        stats.padded_compilations += 1
+    return exe, text
+
+
+class PaddedRun:
+    """A bucket's padded executable: pads the inputs, runs, cuts each result to its size."""
+
+    def __init__(self, program, exe, text):
+        self.program = program
+        self.exe = exe
+        self.text = text   # the static module (introspection: f.mlir_specialized)
+
+    def __call__(self, args: Sequence[Any]) -> List[np.ndarray]:
+        p = self.program
+        inputs = []
+        for x, shape, aval in zip(args, p.in_shapes, p.in_avals):
+            if shape is None:
+                inputs.append(np.asarray(x, aval.dtype))
+            elif np.shape(x) == shape:
+                inputs.append(x)
+            else:
+                buf = np.zeros(shape, aval.dtype)
+                buf[tuple(slice(0, n) for n in np.shape(x))] = x
+                inputs.append(buf)
+        outs = self.exe(*inputs)
+        results = []
+        for k, dims in enumerate(p.out_dims):
+            o = outs[k]
+            cut = tuple(slice(0, d if isinstance(d, int) else int(outs[d[0]])) for d in dims)
+            results.append(np.ascontiguousarray(o[cut]) if cut else o)
+        return results
 
 
 def _host_sizes(jaxpr: Jaxpr, baked: Sequence[Var]):
@@ -162,14 +335,26 @@ def _owned(x: np.ndarray, borrowed: Sequence[np.ndarray]) -> np.ndarray:
     return x
 
 
+#: how much a capacity loop's capacities grow when an iteration does not fit
+GROWTH = 4
+
+
 class HostStep:
-    """A control-flow equation driven from the host."""
+    """A control-flow equation driven from the host.
+
+    A loop whose carried sizes change runs on device where it can: a ``CapacityLoop``
+    executable (``padding.pad_resizing_loop``) runs iterations while the carried arrays fit
+    their capacities, and the host doubles the capacities (recompiling once per doubling)
+    when one would not. Otherwise the host runs every iteration itself."""
 
     def __init__(self, eqn, stats: Stats):
         self.eqn = eqn
         self.stats = stats
         self.programs: Dict[int, "Program"] = {}
         self._lock = threading.Lock()
+        self.capacity_loops = BoundedCache(stats.cache_size)
+        self.capacity_hints = BoundedCache(stats.cache_size)
+        self.on_device = eqn.params.get("nimplicit", 0) > 0
 
     def program(self, jaxpr: Jaxpr) -> "Program":
         p = self.programs.get(id(jaxpr))
@@ -182,8 +367,13 @@ class HostStep:
 
     def run(self, invals: List[Any]) -> List[Any]:
         from ..control_flow.primitives import cond_p, for_loop_p, scan_p, while_loop_p
+        from . import tiers
         self.stats.host_steps += 1
         eqn, p = self.eqn, self.eqn.params
+        if self.on_device and tiers.policy() != "exact":
+            outs = self._run_on_device(invals)
+            if outs is not None:
+                return outs
         if eqn.primitive is for_loop_p:
             nc = p["body_nconsts"]
             consts = invals[:nc]
@@ -227,6 +417,68 @@ class HostStep:
                 return impl_rules[scan_p](*invals, **p)
             return carries + stacked
         return impl_rules[eqn.primitive](*invals, **p)
+
+    def _run_on_device(self, invals: List[Any]) -> Optional[List[Any]]:
+        """Run a resizing loop in capacity executables; None when it cannot be padded."""
+        from .padding import NotPaddable, bucket
+        eqn = self.eqn
+        ni = eqn.params["nimplicit"]
+        first_carry = len(eqn.invars) - (len(eqn.outvars) - ni)
+        first_dim = first_carry - ni
+        fixed = invals[:first_dim]
+        dims = [int(v) for v in invals[first_dim:first_carry]]
+        carries = list(invals[first_carry:])
+        if any(d < 0 for d in dims):
+            return None
+        signature = (tuple(np.shape(x) for x in fixed),
+                     tuple(int(x) for x, v in zip(fixed, eqn.invars) if np.ndim(x) == 0 and
+                           np.issubdtype(v.aval.dtype, np.integer)))
+        # start from the capacities the last run with these operands ended with (a hint:
+        # any capacities give the same results)
+        hint = self.capacity_hints.get(signature)
+        caps = [max(bucket(d), h) for d, h in zip(dims, hint)] if hint else [bucket(d) for d in dims]
+        head = list(fixed)
+        while True:
+            key = (tuple(caps),) + signature
+            try:
+                loop, exe = self.capacity_loops.get_or_fill(key, lambda: self._build_capacity_loop(invals, caps))
+            except NotPaddable:
+                self.on_device = False
+                return None
+            padded = []
+            for x, shape in zip(carries, loop.carry_shapes):
+                x = np.asarray(x)
+                if x.shape != shape:
+                    buf = np.zeros(shape, x.dtype)
+                    buf[tuple(slice(0, n) for n in x.shape)] = x
+                    x = buf
+                padded.append(x)
+            outs = exe(*head, *[np.int64(d) for d in dims], *padded)
+            self.stats.padded_runs += 1
+            i, overflow = outs[0], bool(outs[1])
+            dims = [int(d) for d in outs[2:2 + ni]]
+            needed = [int(d) for d in outs[2 + ni:2 + 2 * ni]]
+            carries = []
+            carry_avals = [v.aval for v in eqn.outvars[ni:]]
+            size_of = {id(v): d for v, d in zip(eqn.outvars[:ni], dims)}
+            for x, a in zip(outs[2 + 2 * ni:], carry_avals):
+                cut = tuple(slice(0, size_of.get(id(d), d) if not isinstance(d, int) else d) for d in a.shape)
+                carries.append(np.ascontiguousarray(x[cut]) if cut else x)
+            if not overflow:
+                self.capacity_hints.put(signature, tuple(caps))
+                return [np.int64(d) for d in dims] + carries
+            if loop.indexed:   # resume the for_loop at the iteration that did not fit
+                head = list(head)
+                head[eqn.params["body_nconsts"] + 3] = np.int64(i)
+            # grow fourfold: log4(n) compiles for a loop that grows to n
+            caps = [max(GROWTH * c, bucket(n)) if n > c else c for c, n in zip(caps, needed)]
+
+    def _build_capacity_loop(self, invals, caps):
+        from .padding import pad_resizing_loop
+        loop = pad_resizing_loop(self.eqn, invals, caps)
+        explain.maybe(explain.recompiles, lambda: f"compile a {self.eqn.primitive} whose carried sizes change, "
+                      f"for capacities {list(caps)}")
+        return loop, _compile_padded(self.stats, loop.closed)[0]
 
 
 class Program:

@@ -1,0 +1,934 @@
+"""Padded execution: one static program for a whole bucket of sizes.
+
+XLA compiles static shapes only, so serving a new size used to mean a new compile. This
+interpretation rewrites a segment's jaxpr into a program whose arrays have *bucket* shapes
+(every dynamic dim padded up to a bound) and whose logical sizes are ordinary ``i64`` inputs
+computed at run time. One executable then serves every size in the bucket: the host pads
+the inputs, runs it, and cuts each result to its logical size.
+
+Each value of the original jaxpr is represented by a padded array whose dynamic axes have
+the static length ``bound(d)`` and whose first ``size(d)`` elements along that axis are the
+logical ones; what lies beyond is unspecified (garbage). Every rule keeps that invariant:
+elementwise operations need nothing, reductions first replace the padding by the
+operation's identity, sorts sort it last, slices and concatenations place pieces at their
+logical offsets, gathers clamp to the logical sizes and scatters drop rows that are padding.
+
+Bounds come from interval arithmetic on the integer scalars that compute sizes: an input
+size ``n`` in a bucket lies in ``[0, B]``, ``n - 1`` in ``[-1, B - 1]``, ``2 * n`` in
+``[0, 2B]``, and a dim's bound is the upper end of its interval. A primitive without a rule
+here, or a size whose interval is unknown, raises ``NotPaddable``: that segment then always
+runs exact-size executables (``program.Segment``).
+
+``padding_rules`` maps a primitive to ``rule(ctx, eqn, *operands) -> result(s)`` over
+padded operands; ``interval_rules`` gives the intervals of integer scalars.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+from .. import lax
+from ..core.avals import ShapedArray, bool_, int64, is_float_dtype, is_integer_dtype
+from ..core.jaxpr import ClosedJaxpr, Jaxpr, Literal
+from ..lax import primitives as P
+
+
+class NotPaddable(Exception):
+    """This jaxpr cannot run padded (a primitive without a padding rule, an unbounded size)."""
+
+
+padding_rules: Dict[Any, Callable] = {}
+interval_rules: Dict[Any, Callable] = {}
+
+#: the smallest bucket: sizes 0..16 share one executable
+MIN_BUCKET = 16
+
+
+def bucket(n: int) -> int:
+    """The bound of the bucket holding size ``n``: the next power of two, at least MIN_BUCKET."""
+    if n <= MIN_BUCKET:
+        return MIN_BUCKET
+    return 1 << (int(n) - 1).bit_length()
+
+
+# --- the interpretation ---------------------------------------------------------------------
+class Context:
+    """What a rule knows: the logical value and the interval of every integer scalar."""
+
+    def __init__(self, clip: Optional[Dict[int, int]] = None):
+        self.env: Dict[int, Any] = {}
+        self.intervals: Dict[int, Tuple[Optional[int], Optional[int]]] = {}
+        # upper ends known from a check made before (a capacity loop's carried sizes)
+        self.clip = clip or {}
+
+    def read(self, a):
+        return a.val if isinstance(a, Literal) else self.env[id(a)]
+
+    def interval(self, a) -> Tuple[Optional[int], Optional[int]]:
+        if isinstance(a, Literal):
+            v = np.asarray(a.val)
+            if v.shape == () and v.dtype.kind in "iub":
+                return int(v), int(v)
+            return None, None
+        return self.intervals.get(id(a), (None, None))
+
+    # dims of an aval: an int, or a Var whose value is in env
+    def size(self, d):
+        """The logical size of a dim (an int or a traced i64 scalar)."""
+        return d if isinstance(d, int) else self.env[id(d)]
+
+    def bound(self, d) -> int:
+        """The static length of a dim in the padded program."""
+        if isinstance(d, int):
+            return d
+        lo, hi = self.intervals.get(id(d), (None, None))
+        if hi is None:
+            raise NotPaddable(f"no bound for the size {d}")
+        return max(int(hi), 0)
+
+    def padded_shape(self, aval) -> Tuple[int, ...]:
+        return tuple(self.bound(d) for d in aval.shape)
+
+    def is_dynamic(self, d) -> bool:
+        return not isinstance(d, int)
+
+    def valid(self, shape: Sequence[int], axis: int, n) -> Any:
+        """A bool mask of ``shape``: true where the index along ``axis`` is below ``n``."""
+        idx = lax.broadcasted_iota(int64, tuple(shape), axis)
+        return lax.lt(idx, lax.broadcast_in_dim(_i64(n), tuple(shape), ()))
+
+    def fill(self, x, aval, axes, value):
+        """``x`` with the padding along ``axes`` (those that are dynamic) set to ``value``."""
+        shape = tuple(lax_shape(x))
+        mask = None
+        for ax in axes:
+            d = aval.shape[ax]
+            if self.is_dynamic(d):
+                m = self.valid(shape, ax, self.size(d))
+                mask = m if mask is None else lax.bitwise_and(mask, m)
+        if mask is None:
+            return x
+        dtype = np.dtype(aval.dtype)
+        fill = lax.broadcast_in_dim(np.asarray(value, dtype), shape, ())
+        return lax.select(mask, x, fill)
+
+
+def lax_shape(x):
+    from ..core.trace import typeof
+    return typeof(x).shape
+
+
+def _i64(n):
+    if isinstance(n, (int, np.integer)):
+        return np.int64(n)
+    from ..core.trace import typeof
+    return n if typeof(n).dtype == int64 else lax.convert_element_type(n, int64)
+
+
+def _is_int_scalar(v) -> bool:
+    return v.aval.shape == () and (is_integer_dtype(v.aval.dtype) or v.aval.dtype == bool_)
+
+
+def interpret(ctx: Context, jaxpr: Jaxpr, consts: Sequence[Any], args: Sequence[Any]) -> List[Any]:
+    """Run ``jaxpr`` under the padding rules (``args`` padded, int scalars logical); the
+    intervals of the int scalar inputs must already be in ``ctx``."""
+    for v, c in zip(jaxpr.constvars, consts):
+        ctx.env[id(v)] = c
+        if np.shape(c) == () and np.asarray(c).dtype.kind in "iub":
+            ctx.intervals[id(v)] = (int(c), int(c))
+    for v, x in zip(jaxpr.invars, args):
+        ctx.env[id(v)] = x
+    for eqn in jaxpr.eqns:
+        rule = padding_rules.get(eqn.primitive)
+        if rule is None:
+            raise NotPaddable(f"no padding rule for {eqn.primitive}")
+        ins = [ctx.read(a) for a in eqn.invars]
+        outs = rule(ctx, eqn, *ins)
+        outs = outs if eqn.primitive.multiple_results else [outs]
+        for v, x in zip(eqn.outvars, outs):
+            ctx.env[id(v)] = x
+            if _is_int_scalar(v):
+                irule = interval_rules.get(eqn.primitive)
+                lo, hi = irule(ctx, eqn) if irule else (None, None)
+                if id(v) in ctx.clip:
+                    hi = ctx.clip[id(v)] if hi is None else min(hi, ctx.clip[id(v)])
+                    lo = 0 if lo is None else lo
+                ctx.intervals[id(v)] = (lo, hi)
+            for d in v.aval.shape:   # every dim of a result must have a bound
+                ctx.bound(d)
+    return [ctx.read(a) for a in jaxpr.outvars]
+
+
+class PaddedProgram:
+    """A segment's jaxpr as one static program for a bucket of sizes.
+
+    ``closed`` takes, in order, every int scalar input of the segment (its logical value)
+    and every array input padded to its bucket shape; it returns the padded outputs, then one
+    i64 per dynamic dim of the outputs (``out_dims[k][axis]`` is the static length, or
+    ``(j,)``: the length is output ``j``)."""
+
+    def __init__(self, closed: ClosedJaxpr, in_shapes, in_avals, out_dims, out_avals):
+        self.closed = closed
+        self.in_shapes = in_shapes      # per segment input: None (a scalar) or the padded shape
+        self.in_avals = in_avals
+        self.out_dims = out_dims
+        self.out_avals = out_avals
+
+
+def pad_jaxpr(jaxpr: Jaxpr, consts: Sequence[Any], size_bounds: Dict[int, int]) -> PaddedProgram:
+    """The padded program of ``jaxpr`` for int scalar inputs bounded by ``size_bounds``
+    (input position -> bound B: the value lies in ``[0, B]``). Raises NotPaddable."""
+    from ..tracing import trace_flat
+    in_type, in_shapes = [], []
+    ctx = Context()
+    for i, v in enumerate(jaxpr.invars):
+        if _is_int_scalar(v):
+            in_type.append((ShapedArray((), v.aval.dtype), True))
+            in_shapes.append(None)
+            if i in size_bounds:
+                ctx.intervals[id(v)] = (0, size_bounds[i])
+        else:
+            shape = ctx.padded_shape(v.aval)
+            in_type.append((ShapedArray(shape, v.aval.dtype, v.aval.weak_type), True))
+            in_shapes.append(shape)
+    out_dims: List[List[Any]] = []
+
+    def run(*args):
+        outs = interpret(ctx, jaxpr, consts, args)
+        extra = []
+        n = len(outs)
+        for v in jaxpr.outvars:
+            dims = []
+            for d in v.aval.shape:
+                if isinstance(d, int):
+                    dims.append(d)
+                else:
+                    dims.append((n + len(extra),))
+                    extra.append(_i64(ctx.size(d)))
+            out_dims.append(dims)
+        return outs + extra, None
+
+    closed, _ = trace_flat(run, in_type)
+    return PaddedProgram(closed, in_shapes, [v.aval for v in jaxpr.invars], out_dims,
+                         [v.aval for v in jaxpr.outvars])
+
+
+# --- intervals of integer scalars -----------------------------------------------------------
+def _interval_binary(fn):
+    def rule(ctx, eqn):
+        (a_lo, a_hi), (b_lo, b_hi) = (ctx.interval(a) for a in eqn.invars)
+        if None in (a_lo, a_hi, b_lo, b_hi):
+            return None, None
+        return fn(a_lo, a_hi, b_lo, b_hi)
+    return rule
+
+
+def _mul_interval(a_lo, a_hi, b_lo, b_hi):
+    c = [a_lo * b_lo, a_lo * b_hi, a_hi * b_lo, a_hi * b_hi]
+    return min(c), max(c)
+
+
+def _div_interval(a_lo, a_hi, b_lo, b_hi):
+    if b_lo <= 0 <= b_hi:
+        return None, None
+    c = [int(np.trunc(x / y)) for x in (a_lo, a_hi) for y in (b_lo, b_hi)]
+    return min(c), max(c)
+
+
+interval_rules[P.add_p] = _interval_binary(lambda al, ah, bl, bh: (al + bl, ah + bh))
+interval_rules[P.sub_p] = _interval_binary(lambda al, ah, bl, bh: (al - bh, ah - bl))
+interval_rules[P.mul_p] = _interval_binary(_mul_interval)
+interval_rules[P.div_p] = _interval_binary(_div_interval)
+interval_rules[P.max_p] = _interval_binary(lambda al, ah, bl, bh: (max(al, bl), max(ah, bh)))
+interval_rules[P.min_p] = _interval_binary(lambda al, ah, bl, bh: (min(al, bl), min(ah, bh)))
+interval_rules[P.rem_p] = _interval_binary(
+    lambda al, ah, bl, bh: (None, None) if bl <= 0 else ((0 if al >= 0 else -(bh - 1)), bh - 1))
+
+
+def _neg_interval(ctx, eqn):
+    lo, hi = ctx.interval(eqn.invars[0])
+    return (None, None) if lo is None else (-hi, -lo)
+
+
+def _same_interval(ctx, eqn):
+    return ctx.interval(eqn.invars[0])
+
+
+def _select_interval(ctx, eqn):
+    cases = [ctx.interval(a) for a in eqn.invars[1:]]
+    if any(lo is None or hi is None for lo, hi in cases):
+        return None, None
+    return min(lo for lo, _ in cases), max(hi for _, hi in cases)
+
+
+def _abs_interval(ctx, eqn):
+    lo, hi = ctx.interval(eqn.invars[0])
+    if lo is None:
+        return None, None
+    return (0 if lo <= 0 <= hi else min(abs(lo), abs(hi))), max(abs(lo), abs(hi))
+
+
+def _bool_interval(ctx, eqn):
+    return 0, 1
+
+
+interval_rules[P.neg_p] = _neg_interval
+interval_rules[P.convert_element_type_p] = _same_interval
+interval_rules[P.select_n_p] = _select_interval
+interval_rules[P.abs_p] = _abs_interval
+for _p in (P.eq_p, P.ne_p, P.lt_p, P.le_p, P.gt_p, P.ge_p, P.not_p, P.is_finite_p):
+    interval_rules[_p] = _bool_interval
+
+
+# --- rules: operations that need nothing ----------------------------------------------------
+def _same(ctx, eqn, *args):
+    """The operation on the padded operands: what lies in the padding stays there."""
+    return eqn.primitive.bind(*args, **eqn.params)
+
+
+_ELEMENTWISE = ("neg sign floor ceil round is_finite exp log log1p expm1 tanh logistic sin cos "
+                "tan asin acos atan sinh cosh sqrt rsqrt cbrt abs not real imag conj integer_pow "
+                "convert_element_type add sub mul div rem pow max min atan2 complex and or xor eq "
+                "ne lt le gt ge select_n shift_left shift_right").split()
+for _name in _ELEMENTWISE:
+    padding_rules[getattr(P, f"{_name}_p")] = _same
+for _p in (P.transpose_p, P.squeeze_p):
+    padding_rules[_p] = _same
+
+
+def _slice(ctx, eqn, x):
+    # dynamic axes are kept whole (``slice`` only cuts static ones)
+    return _same(ctx, eqn, x)
+
+
+padding_rules[P.slice_p] = _slice
+
+
+def _pad(ctx, eqn, x, value):
+    a = eqn.invars[0].aval
+    for d, (lo, hi, interior) in zip(a.shape, eqn.params["padding_config"]):
+        if ctx.is_dynamic(d) and (lo, hi, interior) != (0, 0, 0):
+            raise NotPaddable("pad of a dynamic axis")
+    return _same(ctx, eqn, x, value)
+
+
+padding_rules[P.pad_p] = _pad
+
+
+# --- shapes ---------------------------------------------------------------------------------
+def _out_shape(ctx, eqn, k=0):
+    return ctx.padded_shape(eqn.outvars[k].aval)
+
+
+def _broadcast_in_dim(ctx, eqn, x, *dyn):
+    return lax.broadcast_in_dim(x, _out_shape(ctx, eqn), eqn.params["broadcast_dimensions"])
+
+
+def _iota(ctx, eqn, *dyn):
+    return lax.broadcasted_iota(eqn.params["dtype"], _out_shape(ctx, eqn), eqn.params["dimension"])
+
+
+padding_rules[P.broadcast_in_dim_p] = _broadcast_in_dim
+padding_rules[P.iota_p] = _iota
+
+
+def _reshape(ctx, eqn, x, *dyn):
+    """Row-major reshapes keep the logical elements a prefix when every dynamic dim, before
+    and after, is the leading one: ``(n, 3) -> (3n,)``, ``(n,) -> (n, 1)``."""
+    a, out = eqn.invars[0].aval, eqn.outvars[0].aval
+    if eqn.params.get("dimensions") is not None:
+        x = lax.transpose(x, tuple(eqn.params["dimensions"]))
+        a = a.update(shape=tuple(a.shape[i] for i in eqn.params["dimensions"]))
+    if any(ctx.is_dynamic(d) for d in a.shape[1:]) or any(ctx.is_dynamic(d) for d in out.shape[1:]):
+        raise NotPaddable("reshape of a dynamic axis that is not the leading one")
+    shape = _out_shape(ctx, eqn)
+    total = int(np.prod(lax_shape(x), dtype=np.int64))
+    rest = int(np.prod(shape[1:], dtype=np.int64))
+    if not shape or rest == 0:
+        if total != int(np.prod(shape, dtype=np.int64)):
+            raise NotPaddable("reshape to an empty padded shape")
+        return lax.reshape(x, shape)
+    if total % rest:
+        raise NotPaddable("reshape whose padded size does not divide")
+    lead = total // rest
+    y = lax.reshape(x, (lead,) + tuple(shape[1:]))
+    return _resize_axis(y, 0, shape[0])
+
+
+def _resize_axis(x, axis, length):
+    """``x`` cut or extended (with zeros) to ``length`` along ``axis``."""
+    shape = list(lax_shape(x))
+    if shape[axis] == length:
+        return x
+    if shape[axis] > length:
+        limit = list(shape)
+        limit[axis] = length
+        return lax.slice(x, (0,) * len(shape), tuple(limit))
+    from ..core.trace import typeof
+    zero = np.zeros((), typeof(x).dtype)
+    cfg = [(0, 0, 0)] * len(shape)
+    cfg[axis] = (0, length - shape[axis], 0)
+    return lax.pad(x, zero, tuple(cfg))
+
+
+padding_rules[P.reshape_p] = _reshape
+
+
+# --- reductions and scans -------------------------------------------------------------------
+def _identity(kind, dtype):
+    dtype = np.dtype(dtype)
+    if kind == "sum":
+        return -0.0 if dtype.kind in "fc" or is_float_dtype(dtype) else 0
+    if kind == "prod":
+        return 1
+    big = kind == "min"
+    if dtype == bool_:
+        return big
+    if dtype.kind in "iu":
+        info = np.iinfo(dtype)
+        return info.max if big else info.min
+    return np.inf if big else -np.inf
+
+
+def _reduction(kind):
+    def rule(ctx, eqn, x):
+        a = eqn.invars[0].aval
+        axes = eqn.params["axes"]
+        return _same(ctx, eqn, ctx.fill(x, a, axes, _identity(kind, a.dtype)))
+    return rule
+
+
+padding_rules[P.reduce_sum_p] = _reduction("sum")
+padding_rules[P.reduce_prod_p] = _reduction("prod")
+padding_rules[P.reduce_max_p] = _reduction("max")
+padding_rules[P.reduce_min_p] = _reduction("min")
+def _arg_extremum(kind):
+    """The first index of the extremum, the padding filled so it never wins; an axis that is
+    logically empty gives what the exact program gives (the index dtype's maximum)."""
+    reduce_rule = _reduction(kind)
+
+    def rule(ctx, eqn, x):
+        out = reduce_rule(ctx, eqn, x)
+        (axis,) = eqn.params["axes"]
+        d = eqn.invars[0].aval.shape[axis]
+        if not ctx.is_dynamic(d):
+            return out
+        dt = np.dtype(eqn.params["index_dtype"])
+        shape = tuple(lax_shape(out))
+        empty = lax.broadcast_in_dim(lax.eq(_i64(ctx.size(d)), np.int64(0)), shape, ())
+        return lax.select(empty, lax.broadcast_in_dim(np.asarray(np.iinfo(dt).max, dt), shape, ()), out)
+    return rule
+
+
+padding_rules[P.argmax_p] = _arg_extremum("max")
+padding_rules[P.argmin_p] = _arg_extremum("min")
+
+
+def _scan(kind):
+    def rule(ctx, eqn, x):
+        a = eqn.invars[0].aval
+        return _same(ctx, eqn, ctx.fill(x, a, (eqn.params["axis"],), _identity(kind, a.dtype)))
+    return rule
+
+
+padding_rules[P.cumsum_p] = _scan("sum")
+padding_rules[P.cumprod_p] = _scan("prod")
+
+
+def _sort(ctx, eqn, *ops):
+    """Along a dynamic axis, a first key that is 1 on the padding sorts it last."""
+    a = eqn.invars[0].aval
+    dim, nk = eqn.params["dimension"], eqn.params["num_keys"]
+    if not ctx.is_dynamic(a.shape[dim]):
+        return _same(ctx, eqn, *ops)
+    shape = tuple(lax_shape(ops[0]))
+    pad_key = lax.convert_element_type(lax.bitwise_not(ctx.valid(shape, dim, ctx.size(a.shape[dim]))), np.int32)
+    outs = P.sort_p.bind(pad_key, *ops, dimension=dim, num_keys=nk + 1)
+    return list(outs[1:])
+
+
+padding_rules[P.sort_p] = _sort
+
+
+def _dot_general(ctx, eqn, x, y):
+    (lc, rc), _ = eqn.params["dimension_numbers"]
+    a, b = eqn.invars[0].aval, eqn.invars[1].aval
+    x = ctx.fill(x, a, lc, 0)
+    y = ctx.fill(y, b, rc, 0)
+    return _same(ctx, eqn, x, y)
+
+
+padding_rules[P.dot_general_p] = _dot_general
+
+
+def _rev(ctx, eqn, x):
+    """Reversed, the logical elements end the axis: shift them back to its start."""
+    a = eqn.invars[0].aval
+    x = _same(ctx, eqn, x)
+    for ax in eqn.params["dimensions"]:
+        d = a.shape[ax]
+        if ctx.is_dynamic(d):
+            B = ctx.bound(d)
+            x = _window(x, ax, lax.sub(np.int64(B), _i64(ctx.size(d))), B)
+    return x
+
+
+def _window(x, axis, start, length):
+    """``length`` elements of ``x`` from ``start`` along ``axis``, for any ``start`` in
+    ``[0, len]``."""
+    nd = len(lax_shape(x))
+    starts = [np.int64(0)] * nd
+    starts[axis] = start
+    shape = list(lax_shape(x))
+    shape[axis] = length
+    return _read(x, starts, shape, [ax == axis for ax in range(nd)])
+
+
+padding_rules[P.rev_p] = _rev
+
+
+# --- slicing and placement ------------------------------------------------------------------
+def _clamped_starts(ctx, a, starts, sizes):
+    """The start indices XLA would use: clamped into ``[0, n - size]`` (logical sizes)."""
+    out = []
+    for d, s, size in zip(a.shape, starts, sizes):
+        hi = lax.max(lax.sub(_i64(ctx.size(d)), _i64(size)), np.int64(0))
+        out.append(lax.min(lax.max(_i64(s), np.int64(0)), hi))
+    return out
+
+
+def _dynamic_slice(ctx, eqn, x, *operands):
+    a, out = eqn.invars[0].aval, eqn.outvars[0].aval
+    n = a.ndim
+    starts = _clamped_starts(ctx, a, operands[:n], [ctx.size(d) for d in out.shape])
+    dynamic = [ctx.is_dynamic(a.shape[ax]) or ctx.is_dynamic(out.shape[ax]) for ax in range(n)]
+    return _read(x, starts, _out_shape(ctx, eqn), dynamic)
+
+
+def _read(x, starts, shape, dynamic):
+    """The window of static ``shape`` of ``x`` at the (logical) ``starts``, in O(window):
+    XLA moves a start back when the window would pass the buffer's end, so along the
+    ``dynamic`` axes the window is read from the moved start and shifted back by the
+    difference."""
+    for ax, length in enumerate(shape):   # a window longer than the buffer: extend it
+        if lax_shape(x)[ax] < length:
+            x = _resize_axis(x, ax, length)
+    moved = [lax.min(_i64(s), np.int64(lax_shape(x)[ax] - shape[ax])) if dynamic[ax] else s
+             for ax, s in enumerate(starts)]
+    w = lax.dynamic_slice(x, moved, tuple(shape))
+    if not any(dynamic):
+        return w
+    back = [lax.sub(_i64(s), m) if dynamic[ax] else np.int64(0) for ax, (s, m) in enumerate(zip(starts, moved))]
+    for ax, d in enumerate(dynamic):
+        if d:
+            w = _resize_axis(w, ax, 2 * shape[ax])
+    return lax.dynamic_slice(w, back, tuple(shape))
+
+
+padding_rules[P.dynamic_slice_p] = _dynamic_slice
+
+
+def _dynamic_update_slice(ctx, eqn, x, update, *starts):
+    """Write only the update's logical elements: the window it lands on is read first and
+    kept where the update is padding."""
+    a, u = eqn.invars[0].aval, eqn.invars[1].aval
+    starts = _clamped_starts(ctx, a, starts, [ctx.size(d) for d in u.shape])
+    ushape = tuple(lax_shape(update))
+    shape = tuple(lax_shape(x))
+    grown = x
+    for ax in range(a.ndim):
+        grown = _resize_axis(grown, ax, shape[ax] + ushape[ax])
+    window = lax.dynamic_slice(grown, starts, ushape)
+    keep = None
+    for ax, d in enumerate(u.shape):
+        if ctx.is_dynamic(d):
+            m = ctx.valid(ushape, ax, ctx.size(d))
+            keep = m if keep is None else lax.bitwise_and(keep, m)
+    merged = update if keep is None else lax.select(keep, update, window)
+    grown = lax.dynamic_update_slice(grown, merged, starts)
+    return lax.slice(grown, (0,) * a.ndim, shape)
+
+
+padding_rules[P.dynamic_update_slice_p] = _dynamic_update_slice
+
+
+def _concatenate(ctx, eqn, *operands):
+    """Along a dynamic result axis: each piece written at its logical offset, in order, so
+    that the next piece overwrites the previous one's padding."""
+    k = eqn.params["num_operands"]
+    dim = eqn.params["dimension"]
+    xs = operands[:k]
+    out = eqn.outvars[0].aval
+    if not ctx.is_dynamic(out.shape[dim]):
+        return lax.concatenate(list(xs), dim)
+    shape = list(_out_shape(ctx, eqn))
+    if lax_shape(xs[0])[dim] == shape[dim] and all(lax_shape(x)[dim] <= shape[dim] for x in xs[1:]):
+        # the first piece's buffer has room for the result: write the others into it at
+        # their offsets (in place: appending to a buffer in a loop costs O(piece))
+        buf = xs[0]
+        offset = _i64(ctx.size(eqn.invars[0].aval.shape[dim]))
+        for x, v in zip(xs[1:], eqn.invars[1:k]):
+            m = ctx.size(v.aval.shape[dim])
+            buf = _write(ctx, buf, x, dim, offset, m)
+            offset = lax.add(offset, _i64(m))
+        return buf
+    total = sum(lax_shape(x)[dim] for x in xs)
+    buf_shape = list(shape)
+    buf_shape[dim] = max(total, shape[dim])
+    from ..core.trace import typeof
+    buf = lax.broadcast_in_dim(np.zeros((), typeof(xs[0]).dtype), tuple(buf_shape), ())
+    offset = np.int64(0)
+    for x, v in zip(xs, eqn.invars[:k]):
+        starts = [np.int64(0)] * len(shape)
+        starts[dim] = offset
+        buf = lax.dynamic_update_slice(buf, x, starts)
+        offset = lax.add(_i64(offset), _i64(ctx.size(v.aval.shape[dim])))
+    return _resize_axis(buf, dim, shape[dim])
+
+
+padding_rules[P.concatenate_p] = _concatenate
+
+
+def _write(ctx, buf, piece, axis, offset, m):
+    """``buf`` with the first ``m`` elements of ``piece`` (along ``axis``) written at
+    ``offset``, where ``offset + m`` fits the buffer, in O(piece): the write lands at a start
+    XLA does not move, the piece shifted to match, the rest of the window kept."""
+    P = lax_shape(piece)[axis]
+    nd = len(lax_shape(buf))
+    start = lax.min(_i64(offset), np.int64(lax_shape(buf)[axis] - P))
+    shift = lax.sub(_i64(offset), start)
+    starts = [np.int64(0)] * nd
+    starts[axis] = start
+    window = lax.dynamic_slice(buf, starts, tuple(lax_shape(piece)))
+    ext = _resize_axis(lax.rev(piece, (axis,)), axis, 2 * P)     # the piece, P slots to its left
+    ext = lax.rev(ext, (axis,))
+    from_ = [np.int64(0)] * nd
+    from_[axis] = lax.sub(np.int64(P), shift)
+    moved = lax.dynamic_slice(ext, from_, tuple(lax_shape(piece)))
+    shape = tuple(lax_shape(piece))
+    idx = lax.broadcasted_iota(int64, shape, axis)
+    lo = lax.broadcast_in_dim(shift, shape, ())
+    hi = lax.broadcast_in_dim(lax.add(shift, _i64(m)), shape, ())
+    keep = lax.bitwise_and(lax.ge(idx, lo), lax.lt(idx, hi))
+    return lax.dynamic_update_slice(buf, lax.select(keep, moved, window), starts)
+
+
+# --- gather and scatter ---------------------------------------------------------------------
+def _column(rows, j):
+    shape = tuple(lax_shape(rows))
+    return lax.slice(rows, (0,) * (len(shape) - 1) + (j,), shape[:-1] + (j + 1,))
+
+
+def _gather(ctx, eqn, x, rows):
+    """Indices clamped into the logical sizes (the gather itself would clamp into the padded
+    ones); an indexed axis that is logically empty reads zeros."""
+    a = eqn.invars[0].aval
+    axes = eqn.params["axes"]
+    rows = lax.convert_element_type(rows, int64)
+    cols, nonempty = [], None
+    for j, ax in enumerate(axes):
+        col = _column(rows, j)
+        d = a.shape[ax]
+        if ctx.is_dynamic(d):
+            n = _i64(ctx.size(d))
+            shape = tuple(lax_shape(col))
+            hi = lax.broadcast_in_dim(lax.max(lax.sub(n, np.int64(1)), np.int64(0)), shape, ())
+            col = lax.min(lax.max(col, lax.broadcast_in_dim(np.int64(0), shape, ())), hi)
+            ne = lax.gt(n, np.int64(0))
+            nonempty = ne if nonempty is None else lax.bitwise_and(nonempty, ne)
+        cols.append(col)
+    rows = lax.concatenate(cols, len(lax_shape(rows)) - 1) if len(cols) > 1 else cols[0]
+    out = P.gather_p.bind(x, rows, **eqn.params)
+    if nonempty is None:
+        return out
+    shape = tuple(lax_shape(out))
+    zero = lax.broadcast_in_dim(np.zeros((), typeof_dtype(out)), shape, ())
+    return lax.select(lax.broadcast_in_dim(nonempty, shape, ()), out, zero)
+
+
+def typeof_dtype(x):
+    from ..core.trace import typeof
+    return typeof(x).dtype
+
+
+padding_rules[P.gather_p] = _gather
+
+
+def _scatter(ctx, eqn, x, rows, updates):
+    """Rows out of the logical range, and rows that are padding, get an index past the padded
+    axis: scatter drops them."""
+    a, ia = eqn.invars[0].aval, eqn.invars[1].aval
+    axes = eqn.params["axes"]
+    rows = lax.convert_element_type(rows, int64)
+    shape = tuple(lax_shape(rows))
+    col_shape = shape[:-1] + (1,)
+    drop = lax.broadcast_in_dim(np.bool_(False), col_shape, ())
+    for j, ax in enumerate(axes):
+        col = _column(rows, j)
+        n = lax.broadcast_in_dim(_i64(ctx.size(a.shape[ax])), col_shape, ())
+        bad = lax.bitwise_or(lax.lt(col, lax.broadcast_in_dim(np.int64(0), col_shape, ())), lax.ge(col, n))
+        drop = lax.bitwise_or(drop, bad)
+    for ax, d in enumerate(ia.shape[:-1]):   # rows in the padding of the index array
+        if ctx.is_dynamic(d):
+            drop = lax.bitwise_or(drop, lax.bitwise_not(ctx.valid(col_shape, ax, ctx.size(d))))
+    past = max(ctx.bound(a.shape[ax]) for ax in axes) + 1
+    far = lax.broadcast_in_dim(np.int64(past), shape, ())
+    rows = lax.select(lax.broadcast_in_dim(drop, shape, tuple(range(len(shape)))), far, rows)
+    return P.scatter_p.bind(x, rows, updates, **eqn.params)
+
+
+padding_rules[P.scatter_p] = _scatter
+
+
+# --- control flow ---------------------------------------------------------------------------
+# A loop or a cond whose carried (or returned) shapes stay fixed becomes the same construct in
+# the padded program, its nested programs interpreted by these rules: invars that hold an
+# operand's value for the whole execution (constants, sizes passed through) keep its interval.
+# Loops whose carried sizes change (``nimplicit``) are not padded yet.
+def _nested(ctx, eqn, k, jaxpr, args, pairs):
+    """Interpret nested program ``k`` of ``eqn`` on ``args`` in a context of its own."""
+    sub = Context()
+    for invar_index, operand_index in pairs[k]:
+        lo_hi = ctx.interval(eqn.invars[operand_index])
+        if lo_hi != (None, None):
+            sub.intervals[id(jaxpr.invars[invar_index])] = lo_hi
+    return interpret(sub, jaxpr, [], args)
+
+
+def _fixed_carries(eqn):
+    p = eqn.params
+    if p.get("nimplicit") or not p.get("preserve_dimensions", True) or p.get("apply_reverse_transform"):
+        raise NotPaddable(f"{eqn.primitive} whose carried sizes change")
+
+
+def _for_loop(ctx, eqn, *ops):
+    from ..control_flow.binders import bind_for_loop
+    from ..control_flow.primitives import fixed_inputs
+    _fixed_carries(eqn)
+    p = eqn.params
+    nc, body = p["body_nconsts"], p["body_jaxpr"]
+    consts, (lower, upper, step), carries = ops[:nc], ops[nc:nc + 3], list(ops[nc + 4:])
+    pairs = fixed_inputs(eqn)
+
+    def step_fn(i, carry):
+        return list(_nested(ctx, eqn, 0, body, [*consts, i, *carry], pairs))
+    return bind_for_loop(step_fn, lower, upper, step, carries, True)
+
+
+def _while_loop(ctx, eqn, *ops):
+    from ..control_flow.binders import bind_while_loop
+    from ..control_flow.primitives import fixed_inputs
+    _fixed_carries(eqn)
+    p = eqn.params
+    cc, bc = p["cond_nconsts"], p["body_nconsts"]
+    cconsts, bconsts, carries = ops[:cc], ops[cc:cc + bc], list(ops[cc + bc:])
+    pairs = fixed_inputs(eqn)
+
+    def cond_fn(carry):
+        return _nested(ctx, eqn, 0, p["cond_jaxpr"], [*cconsts, *carry], pairs)[0]
+
+    def body_fn(carry):
+        return list(_nested(ctx, eqn, 1, p["body_jaxpr"], [*bconsts, *carry], pairs))
+    return bind_while_loop(cond_fn, body_fn, carries, True)
+
+
+def _cond(ctx, eqn, index, *ops):
+    from ..control_flow.binders import bind_cond
+    from ..control_flow.primitives import fixed_inputs
+    produced = {id(v) for v in eqn.outvars}
+    if any(id(d) in produced for v in eqn.outvars for d in v.aval.shape if not isinstance(d, int)):
+        raise NotPaddable("cond whose branches return different sizes")
+    pairs = fixed_inputs(eqn)
+    branches = [lambda *args, k=k, b=b: _nested(ctx, eqn, k, b, list(args), pairs)
+                for k, b in enumerate(eqn.params["branches"])]
+    return list(bind_cond(index, branches, list(ops)))
+
+
+def _scan(ctx, eqn, *ops):
+    """A ``for_loop`` over the logical length: row ``t`` of each scanned input is read with a
+    dynamic slice, and row ``t`` of each stacked output written into a padded buffer."""
+    from ..control_flow.binders import bind_for_loop
+    from ..control_flow.primitives import fixed_inputs
+    _fixed_carries(eqn)
+    p = eqn.params
+    nc, ncarry, body = p["num_consts"], p["num_carry"], p["jaxpr"]
+    consts, length = ops[:nc], ops[nc]
+    carries, xs = list(ops[nc + 1:nc + 1 + ncarry]), list(ops[nc + 1 + ncarry:])
+    ys = [lax.broadcast_in_dim(np.zeros((), v.aval.dtype), ctx.padded_shape(v.aval), ())
+          for v in eqn.outvars[ncarry:]]
+    pairs = fixed_inputs(eqn)
+    n = _i64(length)
+
+    def step_fn(i, state):
+        carry, ys_ = state[:ncarry], state[ncarry:]
+        t = lax.sub(lax.sub(n, np.int64(1)), i) if p["reverse"] else i
+        x_rows = [lax.squeeze(lax.dynamic_slice(x, [t] + [np.int64(0)] * (len(lax_shape(x)) - 1),
+                                                (1,) + tuple(lax_shape(x)[1:])), (0,)) for x in xs]
+        outs = _nested(ctx, eqn, 0, body, [*consts, *carry, *x_rows], pairs)
+        new_ys = [lax.dynamic_update_slice(y, lax.broadcast_in_dim(o, (1,) + tuple(lax_shape(o)),
+                                                                   tuple(range(1, len(lax_shape(o)) + 1))),
+                                           [t] + [np.int64(0)] * len(lax_shape(o)))
+                  for y, o in zip(ys_, outs[ncarry:])]
+        return list(outs[:ncarry]) + new_ys
+    return bind_for_loop(step_fn, np.int64(0), n, np.int64(1), carries + ys, True)
+
+
+def _control_flow_rules():
+    from ..control_flow.primitives import cond_p, for_loop_p, scan_p, while_loop_p
+    padding_rules[for_loop_p] = _for_loop
+    padding_rules[while_loop_p] = _while_loop
+    padding_rules[cond_p] = _cond
+    padding_rules[scan_p] = _scan
+
+
+_control_flow_rules()
+
+
+# --- loops whose carried sizes change: run on device within a capacity ----------------------
+class CapacityLoop:
+    """A resizing ``for_loop`` / ``while_loop`` compiled for capacities of its carried sizes.
+
+    ``closed`` takes the loop's operands (constants at their exact shapes, every integer
+    scalar by value, carried arrays padded to the capacities) and runs iterations on device
+    while the carried sizes fit; it returns the next loop index (for loops), the carried
+    sizes and arrays (padded), whether it stopped because an iteration would not fit, and
+    the sizes that iteration needed. The host grows the capacities and runs it again from
+    there (``program.HostStep``): O(log n) compiles for a loop that grows to n."""
+
+    def __init__(self, closed, carry_shapes, nimplicit, indexed):
+        self.closed = closed
+        self.carry_shapes = carry_shapes
+        self.nimplicit = nimplicit
+        self.indexed = indexed
+
+
+def pad_resizing_loop(eqn, invals: Sequence[Any], caps: Sequence[int]) -> CapacityLoop:
+    """The capacity program of a resizing loop equation for concrete operands ``invals`` and
+    capacities ``caps`` (one per implicit carried size). Raises NotPaddable."""
+    from ..control_flow.binders import bind_while_loop
+    from ..control_flow.primitives import for_loop_p, while_loop_p
+    from ..tracing import trace_flat
+    p = eqn.params
+    ni = p["nimplicit"]
+    if eqn.primitive is for_loop_p:
+        if p.get("apply_reverse_transform"):
+            raise NotPaddable("a reversed for_loop")
+        nc = p["body_nconsts"]
+        first_carry = nc + 4 + ni          # operands: consts, lower, upper, step, i0, dims, carries
+        body, cond = p["body_jaxpr"], None
+        body_dims0 = nc + 1                # body invars: consts, i, dims, carries
+    elif eqn.primitive is while_loop_p:
+        cc, nc = p["cond_nconsts"], p["body_nconsts"]
+        first_carry = cc + nc + ni         # operands: cond consts, body consts, dims, carries
+        body, cond = p["body_jaxpr"], p["cond_jaxpr"]
+        body_dims0 = nc
+    else:
+        raise NotPaddable(f"{eqn.primitive} is not a loop")
+    first_dim = first_carry - ni
+
+    def intervals_for(ctx, jx, k0, consts_ops, dims_at):
+        """Intervals of a nested program's invars: its constants exact (from ``invals``), the
+        carried sizes within the capacities."""
+        for v, j in zip(jx.invars[:len(consts_ops)], consts_ops):
+            if _is_int_scalar(v):
+                ctx.intervals[id(v)] = (int(invals[j]), int(invals[j]))
+        for k in range(ni):
+            ctx.intervals[id(jx.invars[dims_at + k])] = (0, caps[k])
+
+    # the carried arrays' padded shapes: their dims are carried sizes or constants
+    shape_ctx = Context()
+    body_consts = list(range(nc)) if cond is None else list(range(p["cond_nconsts"], p["cond_nconsts"] + nc))
+    intervals_for(shape_ctx, body, 0, body_consts, body_dims0)
+    carry_invars = body.invars[body_dims0 + ni:]
+    carry_shapes = [shape_ctx.padded_shape(v.aval) for v in carry_invars]
+
+    in_type = []
+    for j, (a, x) in enumerate(zip(eqn.invars, invals)):
+        if j >= first_carry:
+            shape = carry_shapes[j - first_carry]
+        else:
+            shape = np.shape(x)
+        in_type.append((ShapedArray(tuple(shape), a.aval.dtype), True))
+
+    from ..core.staging import live_equations
+    dim_outs = body.outvars[:ni]
+    sizes_only = Jaxpr([], list(body.invars), live_equations(body.eqns, dim_outs), list(dim_outs))
+    clip = {id(v): c for v, c in zip(dim_outs, caps) if not isinstance(v, Literal)}
+
+    def body_args(ops_consts, i, dims, carries):
+        return list(ops_consts) + ([i] if cond is None else []) + list(dims) + list(carries)
+
+    def next_sizes(ops_consts, i, dims, carries):
+        """The carried sizes the next iteration makes (only the equations they need)."""
+        sub = Context()
+        intervals_for(sub, body, 0, body_consts, body_dims0)
+        new_dims = [_i64(d) for d in interpret(sub, sizes_only, [], body_args(ops_consts, i, dims, carries))]
+        fits = np.bool_(True)
+        for d, c in zip(new_dims, caps):
+            fits = lax.bitwise_and(fits, lax.le(d, np.int64(c)))
+        return fits, new_dims
+
+    def run_body(ops_consts, i, dims, carries):
+        """The next iteration's carried values, knowing that their sizes fit: the sizes'
+        bounds are the capacities, so the arrays stay in their buffers."""
+        sub = Context(clip)
+        intervals_for(sub, body, 0, body_consts, body_dims0)
+        outs = interpret(sub, body, [], body_args(ops_consts, i, dims, carries))
+        resized = []
+        for x, shape in zip(outs[ni:], carry_shapes):
+            for ax, length in enumerate(shape):
+                x = _resize_axis(x, ax, length)
+            resized.append(x)
+        return [_i64(d) for d in outs[:ni]], resized
+
+    def run(*ops):
+        carries0 = list(ops[first_carry:])
+        dims0 = [_i64(d) for d in ops[first_dim:first_carry]]
+        # The loop's condition also asks whether the next iteration's sizes fit the
+        # capacities (a scalar computation), so that the body may assume they do: its arrays
+        # keep their buffers and are updated in place. After the loop, the host learns
+        # whether it stopped early (``over``) and what the next iteration needs.
+        if cond is None:
+            consts = ops[:nc]
+            lower, upper, step, i0 = (_i64(v) for v in ops[nc:nc + 4])
+
+            def ahead(i):
+                return lax.select(lax.gt(step, np.int64(0)), lax.lt(i, upper), lax.gt(i, upper))
+
+            def keep_going(st):
+                i, dims, carries = st[0], st[1:1 + ni], st[1 + ni:]
+                return lax.bitwise_and(ahead(i), next_sizes(consts, i, dims, carries)[0])
+
+            def step_fn(st):
+                i, dims, carries = st[0], st[1:1 + ni], st[1 + ni:]
+                new_dims, new_carries = run_body(consts, i, dims, carries)
+                return [lax.add(i, step)] + new_dims + new_carries
+            out = bind_while_loop(keep_going, step_fn, [i0] + dims0 + carries0, True)
+            i, dims, carries = out[0], out[1:1 + ni], out[1 + ni:]
+            over = ahead(i)
+            needed = next_sizes(consts, i, dims, carries)[1]
+            return [i, over] + list(dims) + list(needed) + list(carries), None
+        cconsts = ops[:p["cond_nconsts"]]
+        bconsts = ops[p["cond_nconsts"]:p["cond_nconsts"] + nc]
+
+        def wanted(dims, carries):
+            sub = Context()
+            intervals_for(sub, cond, 0, list(range(p["cond_nconsts"])), p["cond_nconsts"])
+            return interpret(sub, cond, [], list(cconsts) + list(dims) + list(carries))[0]
+
+        def keep_going(st):
+            dims, carries = st[:ni], st[ni:]
+            return lax.bitwise_and(wanted(dims, carries), next_sizes(bconsts, None, dims, carries)[0])
+
+        def step_fn(st):
+            new_dims, new_carries = run_body(bconsts, None, st[:ni], st[ni:])
+            return new_dims + new_carries
+        out = bind_while_loop(keep_going, step_fn, dims0 + carries0, True)
+        dims, carries = out[:ni], out[ni:]
+        over = wanted(dims, carries)
+        needed = next_sizes(bconsts, None, dims, carries)[1]
+        return [np.int64(0), over] + list(dims) + list(needed) + list(carries), None
+
+    closed, _ = trace_flat(run, in_type)
+    return CapacityLoop(closed, carry_shapes, ni, cond is None)

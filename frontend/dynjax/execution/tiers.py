@@ -1,0 +1,69 @@
+"""Which executable serves a call: the exact-size one, or the padded one of a size bucket.
+
+Tier 1 (``padded``): one executable per *bucket* of sizes (``padding.bucket``: powers of two
+from 16), built by ``padding.pad_jaxpr``. The first call at a new size in a known bucket
+compiles nothing: the inputs are padded, the bucket's executable runs, the results are cut.
+
+Tier 2 (``exact``): the executable specialized to the exact sizes (the fastest at steady
+state). It is compiled when a size *recurs* (its second call), on a background thread, and
+serves every later call at that size once it is ready; until then tier 1 does.
+
+``DYNJAX_TIERS`` chooses the policy: ``auto`` (the default, as above), ``exact`` (every
+new size compiles its exact executable on the call path, no padding) or ``padded`` (always
+tier 1 where the program allows it: for tests). ``DYNJAX_SYNC_COMPILE=1`` compiles tier 2 on
+the call path instead of in the background (reproducible benchmarks).
+"""
+from __future__ import annotations
+
+import os
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from typing import Optional
+
+POLICIES = ("auto", "exact", "padded")
+
+#: how many calls at one exact size before its exact executable is compiled
+RECUR = 2
+
+
+def policy() -> str:
+    """The tier policy from ``$DYNJAX_TIERS`` (read at every new signature, so tests can
+    switch it)."""
+    p = os.environ.get("DYNJAX_TIERS", "auto").strip().lower() or "auto"
+    if p not in POLICIES:
+        raise ValueError(f"DYNJAX_TIERS must be one of {', '.join(POLICIES)}, got {p!r}")
+    return p
+
+
+def synchronous() -> bool:
+    """Whether tier 2 compiles on the call path (``$DYNJAX_SYNC_COMPILE``)."""
+    return os.environ.get("DYNJAX_SYNC_COMPILE", "").strip().lower() in ("1", "true", "yes", "on")
+
+
+_executor: Optional[ThreadPoolExecutor] = None
+_executor_lock = threading.Lock()
+
+
+def background(fn) -> None:
+    """Run ``fn()`` on the one background compile thread (failures are dropped: the padded
+    tier keeps serving, and a foreground compile would report the error)."""
+    global _executor
+    if _executor is None:
+        with _executor_lock:
+            if _executor is None:
+                _executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="dynjax-compile")
+    _executor.submit(_quietly, fn)
+
+
+def _quietly(fn):
+    try:
+        fn()
+    except BaseException:
+        pass
+
+
+def wait_for_background() -> None:
+    """Block until every background compile submitted so far has finished (tests, benchmarks)."""
+    if _executor is None:
+        return
+    _executor.submit(lambda: None).result()

@@ -1,0 +1,27 @@
+# RUN: %PYTHON %s | filecheck %s
+# The padded tier: `sum(x[1:] * 2)` for every n in the bucket of 5 (n <= 16) is one static
+# module. The logical size is an i64 argument, the array a 16-element buffer; the slice x[1:]
+# is a dynamic_slice of a fixed 15 elements (after padding the buffer so that XLA never moves
+# the start), and the sum first replaces the elements past the logical length n - 1 by -0.0.
+import os
+os.environ["DYNJAX_TIERS"] = "padded"
+
+import numpy as np  # noqa: E402
+
+import dynjax  # noqa: E402
+import dynjax.numpy as jnp  # noqa: E402
+
+f = dynjax.qjit(lambda x: jnp.sum(x[1:] * 2.0), abstracted_axes={0: "n"})
+assert f(np.arange(5.0)) == 20.0 and f(np.arange(9.0)) == 72.0
+assert f.cache_info()["padded_compilations"] + f.cache_info()["disk_cache_hits"] == 1
+print(f.mlir_specialized)
+
+# CHECK-LABEL: func.func public @main(%arg0: tensor<i64>, %arg1: tensor<16xf64>) -> tensor<f64>
+# CHECK: %[[LEN:.*]] = stablehlo.maximum
+# CHECK: %[[BUF:.*]] = stablehlo.pad %arg1, %{{.*}}, low = [0], high = [15], interior = [0] : (tensor<16xf64>, tensor<f64>) -> tensor<31xf64>
+# CHECK: stablehlo.dynamic_slice %[[BUF]], %{{.*}}, sizes = [15] : (tensor<31xf64>, tensor<i64>) -> tensor<15xf64>
+# CHECK: %[[IOTA:.*]] = stablehlo.iota dim = 0 : tensor<15xi64>
+# CHECK: %[[N:.*]] = stablehlo.broadcast_in_dim %[[LEN]], dims = [] : (tensor<i64>) -> tensor<15xi64>
+# CHECK: %[[KEEP:.*]] = stablehlo.compare LT, %[[IOTA]], %[[N]], SIGNED
+# CHECK: %[[MASKED:.*]] = stablehlo.select %[[KEEP]], %{{.*}}, %{{.*}} : tensor<15xi1>, tensor<15xf64>
+# CHECK: stablehlo.reduce(%[[MASKED]] init: %{{.*}}) applies stablehlo.add across dimensions = [0]

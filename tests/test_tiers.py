@@ -1,0 +1,309 @@
+"""Size-generic execution (``execution.tiers``, ``execution.padding``): the padded tier (one
+executable per size bucket) against numpy and against the exact-size tier, bit for bit, at
+sizes 0, 1, the bucket edges (2^k - 1, 2^k, 2^k + 1) and random sizes; the automatic policy
+(padded first, exact once a size recurs, in the background); tier switching under threads;
+fallbacks; DYNJAX_LOG; and the other test modules re-run with the padded tier forced on."""
+from __future__ import annotations
+
+import logging
+import os
+import subprocess
+import sys
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+import pytest
+
+import dynjax
+import dynjax.numpy as jnp
+from dynjax import for_loop, lax, qjit
+from dynjax.execution import tiers
+from dynjax.execution.padding import MIN_BUCKET, bucket
+
+EDGES = [0, 1, 2, 15, 16, 17, 31, 32, 33, 63, 64, 65, 127, 128, 129]
+
+
+def _ints(rng, shape):
+    """Small integers as floats: sums and products of a few are exact in any order, so the
+    padded tier (which reduces over a whole bucket) must agree bit for bit."""
+    return rng.integers(-3, 4, size=shape).astype(np.float64)
+
+
+# name, function, arguments for size n, abstracted axes, numpy oracle
+PROGRAMS = [
+    ("sum_sin", lambda x: jnp.sum(jnp.round(jnp.sin(x) * 4)), lambda r, n: [_ints(r, n)], {0: "n"},
+     lambda x: np.sum(np.round(np.sin(x) * 4))),
+    ("diff", lambda x: x[1:] - x[:-1], lambda r, n: [_ints(r, n)], {0: "n"}, lambda x: x[1:] - x[:-1]),
+    ("concat_rev", lambda x: jnp.concatenate([x, x[::-1], x[2:]]), lambda r, n: [_ints(r, n)], {0: "n"},
+     lambda x: np.concatenate([x, x[::-1], x[2:]])),
+    ("pad", lambda x: jnp.pad(x, (2, 3)), lambda r, n: [_ints(r, n)], {0: "n"}, lambda x: np.pad(x, (2, 3))),
+    ("sort_desc", lambda x: jnp.sort(x)[::-1], lambda r, n: [_ints(r, n)], {0: "n"}, lambda x: np.sort(x)[::-1]),
+    ("cumsum_rev", lambda x: jnp.cumsum(x[::-1]), lambda r, n: [_ints(r, n)], {0: "n"},
+     lambda x: np.cumsum(x[::-1])),
+    ("reshape_matmul", lambda x: (x.reshape(-1), x.T @ x, x @ x.T), lambda r, n: [_ints(r, (n, 3))], {0: "n"},
+     lambda x: (x.reshape(-1), x.T @ x, x @ x.T)),
+    ("mean_var", lambda x: (jnp.mean(x, axis=0), jnp.max(x, axis=0), jnp.argmin(x, axis=0)),
+     lambda r, n: [_ints(r, (max(n, 1), 2))], {0: "n"},
+     lambda x: (np.mean(x, axis=0), np.max(x, axis=0), np.argmin(x, axis=0))),
+    ("gather_scatter", lambda x, i: (x[i], x.at[i].add(1.0)),
+     lambda r, n: [_ints(r, n), r.integers(-2 * n - 1, 2 * n + 2, size=5)], ({0: "n"}, None),
+     lambda x, i: (np.take(x, np.clip(np.where(i < 0, i + len(x), i), 0, max(len(x) - 1, 0))) if len(x)
+                   else np.zeros(5), _np_add_at(x, i))),
+    ("int_size", lambda n: jnp.arange(n) * 2 + jnp.ones(n), lambda r, n: [n], None,
+     lambda n: np.arange(n) * 2 + np.ones(n)),
+    ("for_loop", lambda x: for_loop(0, 5, 1)(lambda i, a: a * 2 - jnp.sum(a) * i)(x),
+     lambda r, n: [_ints(r, n)], {0: "n"}, None),
+    ("while_scan", lambda x: (lax.while_loop(lambda c: c[1] < 3, lambda c: (c[0] + jnp.cumsum(c[0]), c[1] + 1),
+                                             (x, 0))[0], lax.scan(lambda c, r: (c + r, c * r), 0.0, x)),
+     lambda r, n: [_ints(r, n)], {0: "n"}, None),
+    ("cond", lambda x: lax.cond(jnp.sum(x) > 0, lambda v: v * 2, lambda v: v[::-1] + 1, x),
+     lambda r, n: [_ints(r, n)], {0: "n"}, lambda x: x * 2 if np.sum(x) > 0 else x[::-1] + 1),
+]
+
+
+def _np_add_at(x, i):
+    out = x.copy()
+    n = len(x)
+    for k in i:
+        k = k + n if k < 0 else k
+        if 0 <= k < n:
+            out[k] += 1.0
+    return out
+
+
+def _flat(out):
+    leaves, _ = dynjax.tree_flatten(out)
+    return [np.asarray(v) for v in leaves]
+
+
+@pytest.fixture
+def tier(monkeypatch):
+    def set_tier(name):
+        monkeypatch.setenv("DYNJAX_TIERS", name)
+    return set_tier
+
+
+@pytest.mark.parametrize("name, fn, make, axes, oracle", PROGRAMS, ids=[p[0] for p in PROGRAMS])
+def test_padded_tier_equals_exact_tier_and_numpy(name, fn, make, axes, oracle, tier):
+    rng = np.random.default_rng(abs(hash(name)) % 2**32)
+    padded = qjit(fn, abstracted_axes=axes)
+    exact = qjit(fn, abstracted_axes=axes)
+    sizes = EDGES + list(rng.integers(0, 300, size=4))
+    for n in sizes:
+        args = make(rng, int(n))
+        tier("padded")
+        got = _flat(padded(*args))
+        tier("exact")
+        want = _flat(exact(*args))
+        for g, w in zip(got, want):
+            assert g.shape == w.shape and g.dtype == w.dtype, (name, n, g.shape, w.shape)
+            np.testing.assert_array_equal(g, w, err_msg=f"{name} at n={n}")
+        if oracle is not None:
+            for g, o in zip(got, _flat(oracle(*args))):
+                np.testing.assert_allclose(g, o, err_msg=f"{name} at n={n} vs numpy")
+    info = padded.cache_info()
+    assert info["padded_runs"] == len(sizes) and info["exact_runs"] == 0, info
+    # one executable per bucket that the sizes met
+    buckets = {bucket(int(n)) for n in sizes}
+    assert info["padded_compilations"] + info["disk_cache_hits"] <= len(buckets), info
+
+
+def test_buckets():
+    assert [bucket(n) for n in (0, 1, 16, 17, 32, 33, 1000, 1024, 1025)] == \
+        [MIN_BUCKET, MIN_BUCKET, 16, 32, 32, 64, 1024, 1024, 2048]
+
+
+def test_auto_policy_padded_then_exact_when_a_size_recurs(monkeypatch):
+    monkeypatch.delenv("DYNJAX_TIERS", raising=False)
+    monkeypatch.setenv("DYNJAX_SYNC_COMPILE", "1")
+    f = qjit(lambda x: x * 2.0 + jnp.sum(x), abstracted_axes={0: "n"})
+    x5, x7 = np.arange(5.0), np.arange(7.0)
+    np.testing.assert_array_equal(f(x5), x5 * 2 + 10)
+    info = f.cache_info()
+    assert info["padded_runs"] == 1 and info["compilations"] == 0
+    np.testing.assert_array_equal(f(x7), x7 * 2 + 21)   # same bucket: no compile at all
+    assert f.cache_info()["padded_compilations"] + f.cache_info()["disk_cache_hits"] <= 1
+    np.testing.assert_array_equal(f(x5), x5 * 2 + 10)   # 5 recurs: its exact executable
+    info = f.cache_info()
+    assert info["exact_runs"] == 1 and info["compilations"] + info["disk_cache_hits"] >= 1
+    np.testing.assert_array_equal(f(x5), x5 * 2 + 10)
+    assert f.cache_info()["exact_runs"] == 2
+
+
+def test_auto_policy_compiles_exact_in_the_background(monkeypatch):
+    monkeypatch.delenv("DYNJAX_TIERS", raising=False)
+    monkeypatch.delenv("DYNJAX_SYNC_COMPILE", raising=False)
+    f = qjit(lambda x: jnp.cumsum(x) - x, abstracted_axes={0: "n"})
+    x = np.arange(9.0)
+    for _ in range(2):
+        np.testing.assert_array_equal(f(x), np.cumsum(x) - x)
+    # the exact executable of 9, and the next bucket up (prefetched)
+    assert f.cache_info()["background_compilations"] == 2
+    tiers.wait_for_background()
+    np.testing.assert_array_equal(f(x), np.cumsum(x) - x)
+    assert f.cache_info()["exact_runs"] == 1
+
+
+def test_programs_that_cannot_run_padded_use_the_exact_tier(tier):
+    tier("padded")
+    # LAPACK custom calls have no padding rule
+    inv = qjit(lambda a: jnp.linalg.inv(a), abstracted_axes={0: "n", 1: "n"})
+    a = np.array([[2.0, 1.0], [1.0, 3.0]])
+    np.testing.assert_allclose(inv(a), np.linalg.inv(a), rtol=1e-14)
+    assert inv.cache_info()["padded_runs"] == 0 and inv.cache_info()["exact_runs"] == 1
+    # a resizing loop whose body has no padding rule (an inverse) is driven from the host,
+    # one exact executable per carried shape
+    grow = qjit(lambda n: for_loop(0, n, 1, allow_array_resizing=True)(
+        lambda i, a: jnp.concatenate([a, jnp.linalg.inv(jnp.ones((1, 1)) * (a[0] + 1.0))[0] + i]))(jnp.ones(1)))
+    want = [1.0]
+    for i in range(4):
+        want.append(1.0 / (want[0] + 1.0) + i)
+    np.testing.assert_allclose(grow(4), want, rtol=1e-15)
+    info = grow.cache_info()
+    assert info["host_steps"] == 1 and info["padded_runs"] == 0 and info["exact_runs"] == 5
+    # static shapes: nothing to pad
+    g = qjit(lambda x: x + 1)
+    np.testing.assert_array_equal(g(np.ones(3)), 2 * np.ones(3))
+    assert g.cache_info()["padded_runs"] == 0 and g.cache_info()["exact_runs"] == 1
+
+
+@pytest.mark.parametrize("n", [0, 1, 15, 16, 17, 100, 1000])
+def test_growing_for_loop_runs_on_device_with_capacities(n, tier):
+    """Appending one element per iteration: the loop runs in capacity executables that grow
+    fourfold (16, 64, 256, 1024: O(log n) compiles), not one host round trip per iteration."""
+    tier("auto")
+    f = qjit(lambda n: for_loop(0, n, 1, allow_array_resizing=True)(
+        lambda i, a: jnp.concatenate([a, a[:1] * 2 + i]))(jnp.ones(1)))
+    np.testing.assert_array_equal(f(n), np.concatenate([[1.0], 2.0 + np.arange(n)]))
+    info = f.cache_info()
+    capacities = 1 + max(0, int(np.ceil(np.log((n + 1) / 16) / np.log(4))))   # 16, 64, 256, 1024
+    compiles = info["compilations"] + info["padded_compilations"] + info["disk_cache_hits"]
+    assert info["host_steps"] == 1 and compiles <= 1 + capacities, info   # + jnp.ones(1)
+    np.testing.assert_array_equal(f(n), np.concatenate([[1.0], 2.0 + np.arange(n)]))
+
+
+def test_growing_while_loops_and_several_carried_arrays(tier):
+    tier("auto")
+    # doubling until at least 1000 elements, a step counter carried along
+    g = qjit(lambda x: lax.while_loop(lambda c: c[0].shape[0] < 1000,
+                                      lambda c: (jnp.concatenate([c[0], c[0] * 2]), c[1] + 1), (x, 0),
+                                      allow_array_resizing=True), abstracted_axes={0: "n"})
+    for n in (1, 3, 7, 999, 1000):
+        x = np.arange(1.0, n + 1)
+        want, k = x, 0
+        while len(want) < 1000:
+            want, k = np.concatenate([want, want * 2]), k + 1
+        got, steps = g(x)
+        np.testing.assert_array_equal(got, want)
+        assert steps == k
+    # two arrays growing at different rates, a negative step, sizes read in the body
+    h = qjit(lambda n: for_loop(n, 0, -1, allow_array_resizing=True)(
+        lambda i, c: (jnp.concatenate([c[0], jnp.full(2, i * 1.0)]),
+                      jnp.concatenate([c[1], c[0][-1:] + c[1].shape[0]])))((jnp.zeros(0), jnp.ones(1))))
+    for n in (0, 1, 5, 40):
+        a, b = np.zeros(0), np.ones(1)
+        for i in range(n, 0, -1):
+            a, b = np.concatenate([a, [i * 1.0, i * 1.0]]), np.concatenate([b, (a[-1:] if len(a) else a[:0]) + len(b)])
+        got_a, got_b = h(n)
+        np.testing.assert_array_equal(got_a, a)
+        np.testing.assert_array_equal(got_b, b)
+    # the exact policy keeps the host-driven loop
+    tier("exact")
+    e = qjit(lambda n: for_loop(0, n, 1, allow_array_resizing=True)(
+        lambda i, a: jnp.concatenate([a, a[:1] + i]))(jnp.ones(1)))
+    np.testing.assert_array_equal(e(3), [1.0, 1.0, 2.0, 3.0])
+    assert e.cache_info()["padded_runs"] == 0
+
+
+def test_size_errors_are_still_raised_in_the_padded_tier(tier):
+    tier("padded")
+    f = qjit(lambda n: jnp.ones(n) * 2)
+    np.testing.assert_array_equal(f(3), [2.0, 2.0, 2.0])
+    with pytest.raises(ValueError, match="negative"):
+        f(-1)
+
+
+def test_tier_switching_under_threads_gives_identical_results(monkeypatch):
+    """Eight threads call at many sizes while sizes recur and their exact executables arrive
+    in the background: every value is checked against numpy and both tiers serve."""
+    monkeypatch.delenv("DYNJAX_TIERS", raising=False)
+    monkeypatch.delenv("DYNJAX_SYNC_COMPILE", raising=False)
+    f = qjit(lambda x: (jnp.cumsum(x[::-1]) * 2, jnp.sum(x * x)), abstracted_axes={0: "n"})
+    rng = np.random.default_rng(0)
+    sizes = [int(s) for s in rng.integers(0, 70, size=24)] * 3
+    inputs = {n: _ints(rng, n) for n in set(sizes)}
+    errors = []
+
+    def call(n):
+        x = inputs[n]
+        a, b = f(x)
+        if not (np.array_equal(a, np.cumsum(x[::-1]) * 2) and b == np.sum(x * x)):
+            errors.append(n)
+    with ThreadPoolExecutor(8) as pool:
+        list(pool.map(call, sizes))
+    tiers.wait_for_background()
+    with ThreadPoolExecutor(8) as pool:
+        list(pool.map(call, sizes))
+    assert not errors
+    info = f.cache_info()
+    assert info["padded_runs"] > 0 and info["exact_runs"] > 0, info
+
+
+def test_results_do_not_alias_arguments(tier):
+    tier("padded")
+    f = qjit(lambda x: x, abstracted_axes={0: "n"})
+    x = np.arange(16.0)   # exactly a bucket: passed unpadded
+    y = f(x)
+    x[:] = -1
+    np.testing.assert_array_equal(y, np.arange(16.0))
+
+
+def test_recompile_log_names_the_reason(caplog, monkeypatch):
+    monkeypatch.delenv("DYNJAX_TIERS", raising=False)
+    monkeypatch.setenv("DYNJAX_SYNC_COMPILE", "1")
+    f = qjit(lambda x, k: jnp.sum(x) * k, abstracted_axes=({0: "n"}, None))
+    with caplog.at_level(logging.INFO, logger="dynjax"):
+        f(np.ones(3), 2.0)
+        f(np.ones(40), 2.0)
+        f(np.ones(40), 2.0)
+        f(np.ones((2, 2)), 2.0)
+    text = caplog.text
+    assert "trace <lambda>: first call" in text
+    assert "new size bucket: the size of n (axis 0 of argument 0) = 40 in bucket <= 64" in text
+    assert "size recurred, compile its exact executable" in text
+    assert "argument 0 (x): rank 1 -> 2" in text
+
+
+def test_dynjax_log_environment_variable_prints_to_stderr(tmp_path):
+    script = tmp_path / "prog.py"
+    script.write_text("import numpy as np, dynjax, dynjax.numpy as jnp\n"
+                      "f = dynjax.qjit(lambda x: jnp.sum(x), abstracted_axes={0: 'n'})\n"
+                      "f(np.ones(3)); f(np.ones(100))\n")
+    env = dict(os.environ, DYNJAX_LOG="recompiles,tiers")
+    env.pop("DYNJAX_TIERS", None)
+    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert "[dynjax.recompiles] trace <lambda>: first call" in proc.stderr
+    assert "[dynjax.tiers] padded tier: the size of n (axis 0 of argument 0) = 100" in proc.stderr
+
+
+def test_bad_policy_is_a_clear_error(monkeypatch):
+    monkeypatch.setenv("DYNJAX_TIERS", "fast")
+    f = qjit(lambda x: x + 1, abstracted_axes={0: "n"})
+    with pytest.raises(ValueError, match="DYNJAX_TIERS must be one of auto, exact, padded"):
+        f(np.ones(3))
+
+
+# the compiled-program suites, re-run with the padded tier forced on
+FORCED = ["tests/test_eager_vs_compiled.py", "tests/test_control_flow.py", "tests/test_indexing.py",
+          "tests/test_numpy_api.py", "tests/test_numpy_functions.py", "tests/test_numpy_statistics.py",
+          "tests/test_lax.py", "tests/test_size_folding.py", "tests/test_symbolic_dims.py"]
+
+
+def test_suites_pass_with_the_padded_tier_forced_on():
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env = dict(os.environ, DYNJAX_TIERS="padded")
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-x", *FORCED],
+                          capture_output=True, text=True, env=env, cwd=root)
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
