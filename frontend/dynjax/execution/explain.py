@@ -109,10 +109,11 @@ def compile_reason(kind: str, key, old_keys: Iterable, describe: Callable[[int],
         seen = sorted({ov[j] for _, ov in old_keys})
         if values[j] not in seen:
             changed.append(f"{describe(i)} = {values[j]} (compiled before: {_few(seen)})")
-    for j, i in enumerate(runtime):
-        seen = {os_[j] for os_, _ in old_keys}
-        if shapes[j] not in seen:
-            changed.append(f"{describe(i)} has shape {shapes[j]}")
+    if not changed:   # no new size: a shape of a static axis is new
+        for j, i in enumerate(runtime):
+            seen = {os_[j] for os_, _ in old_keys}
+            if shapes[j] not in seen:
+                changed.append(f"{describe(i)} has shape {shapes[j]}")
     return f"{kind}: " + ("; ".join(changed) if changed else "a new signature")
 
 

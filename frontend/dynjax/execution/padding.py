@@ -517,6 +517,8 @@ def _read(x, starts, shape, dynamic):
     moved = [lax.min(_i64(s), np.int64(lax_shape(x)[ax] - shape[ax])) if dynamic[ax] else s
              for ax, s in enumerate(starts)]
     w = lax.dynamic_slice(x, moved, tuple(shape))
+    # a start moved back along an axis of window length 1 holds no logical element there
+    dynamic = [d and shape[ax] > 1 for ax, d in enumerate(dynamic)]
     if not any(dynamic):
         return w
     back = [lax.sub(_i64(s), m) if dynamic[ax] else np.int64(0) for ax, (s, m) in enumerate(zip(starts, moved))]
@@ -601,6 +603,9 @@ def _write(ctx, buf, piece, axis, offset, m):
     starts = [np.int64(0)] * nd
     starts[axis] = start
     window = lax.dynamic_slice(buf, starts, tuple(lax_shape(piece)))
+    if P == 1:   # a single element: written at its offset unless it is padding
+        keep = lax.broadcast_in_dim(lax.gt(_i64(m), np.int64(0)), tuple(lax_shape(piece)), ())
+        return lax.dynamic_update_slice(buf, lax.select(keep, piece, window), starts)
     ext = _resize_axis(lax.rev(piece, (axis,)), axis, 2 * P)     # the piece, P slots to its left
     ext = lax.rev(ext, (axis,))
     from_ = [np.int64(0)] * nd

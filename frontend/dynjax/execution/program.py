@@ -111,7 +111,10 @@ class Segment:
         if exe is None and self.paddable:
             from . import tiers
             pol = tiers.policy()
-            run = self._padded_run(args, pol == "auto") if pol != "exact" else None
+            # auto: the first size compiles its exact executable (a program called at one
+            # size never pads); sizes after it run padded
+            first = pol == "auto" and not len(self.cache) and not len(self.padded)
+            run = self._padded_run(args, pol == "auto") if pol != "exact" and not first else None
             if run is not None:
                 calls = self.calls_at.get_or_fill(key, lambda: self._first_padded_call(args))
                 calls[0] += 1
@@ -422,17 +425,13 @@ class HostStep:
         """Run a resizing loop in capacity executables; None when it cannot be padded."""
         from .padding import NotPaddable, bucket
         eqn = self.eqn
-        ni = eqn.params["nimplicit"]
-        first_carry = len(eqn.invars) - (len(eqn.outvars) - ni)
-        first_dim = first_carry - ni
+        ni, first_dim, first_carry, int_fixed, out_dims = self._layout
         fixed = invals[:first_dim]
         dims = [int(v) for v in invals[first_dim:first_carry]]
-        carries = list(invals[first_carry:])
+        carries = invals[first_carry:]
         if any(d < 0 for d in dims):
             return None
-        signature = (tuple(np.shape(x) for x in fixed),
-                     tuple(int(x) for x, v in zip(fixed, eqn.invars) if np.ndim(x) == 0 and
-                           np.issubdtype(v.aval.dtype, np.integer)))
+        signature = (tuple([np.shape(x) for x in fixed]), tuple([int(fixed[j]) for j in int_fixed]))
         # start from the capacities the last run with these operands ended with (a hint:
         # any capacities give the same results)
         hint = self.capacity_hints.get(signature)
@@ -440,38 +439,55 @@ class HostStep:
         head = list(fixed)
         while True:
             key = (tuple(caps),) + signature
-            try:
-                loop, exe = self.capacity_loops.get_or_fill(key, lambda: self._build_capacity_loop(invals, caps))
-            except NotPaddable:
-                self.on_device = False
-                return None
+            loop = self.capacity_loops.get(key)
+            if loop is None:
+                try:
+                    loop = self.capacity_loops.get_or_fill(key, lambda: self._build_capacity_loop(invals, caps))
+                except NotPaddable:
+                    self.on_device = False
+                    return None
+            loop, exe = loop
             padded = []
             for x, shape in zip(carries, loop.carry_shapes):
-                x = np.asarray(x)
-                if x.shape != shape:
+                if np.shape(x) != shape:
+                    x = np.asarray(x)
                     buf = np.zeros(shape, x.dtype)
-                    buf[tuple(slice(0, n) for n in x.shape)] = x
+                    buf[tuple([slice(0, n) for n in x.shape])] = x
                     x = buf
                 padded.append(x)
             outs = exe(*head, *[np.int64(d) for d in dims], *padded)
             self.stats.padded_runs += 1
-            i, overflow = outs[0], bool(outs[1])
             dims = [int(d) for d in outs[2:2 + ni]]
-            needed = [int(d) for d in outs[2 + ni:2 + 2 * ni]]
             carries = []
-            carry_avals = [v.aval for v in eqn.outvars[ni:]]
-            size_of = {id(v): d for v, d in zip(eqn.outvars[:ni], dims)}
-            for x, a in zip(outs[2 + 2 * ni:], carry_avals):
-                cut = tuple(slice(0, size_of.get(id(d), d) if not isinstance(d, int) else d) for d in a.shape)
+            for x, axes in zip(outs[2 + 2 * ni:], out_dims):
+                # an axis is a carried size (its index among them) or keeps its length
+                cut = tuple([slice(0, dims[k] if k is not None else x.shape[ax]) for ax, k in enumerate(axes)])
                 carries.append(np.ascontiguousarray(x[cut]) if cut else x)
-            if not overflow:
+            if not bool(outs[1]):
                 self.capacity_hints.put(signature, tuple(caps))
                 return [np.int64(d) for d in dims] + carries
             if loop.indexed:   # resume the for_loop at the iteration that did not fit
-                head = list(head)
-                head[eqn.params["body_nconsts"] + 3] = np.int64(i)
+                head[eqn.params["body_nconsts"] + 3] = np.int64(outs[0])
             # grow fourfold: log4(n) compiles for a loop that grows to n
+            needed = [int(d) for d in outs[2 + ni:2 + 2 * ni]]
             caps = [max(GROWTH * c, bucket(n)) if n > c else c for c, n in zip(caps, needed)]
+
+    @property
+    def _layout(self):
+        """Where the operands and results of the loop equation are (computed once)."""
+        layout = self.__dict__.get("_layout_value")
+        if layout is None:
+            eqn = self.eqn
+            ni = eqn.params["nimplicit"]
+            first_carry = len(eqn.invars) - (len(eqn.outvars) - ni)
+            first_dim = first_carry - ni
+            int_fixed = [j for j, v in enumerate(eqn.invars[:first_dim])
+                         if v.aval.shape == () and np.issubdtype(v.aval.dtype, np.integer)]
+            position = {id(v): k for k, v in enumerate(eqn.outvars[:ni])}
+            out_dims = [[position.get(id(d)) if not isinstance(d, int) else None for d in v.aval.shape]
+                        for v in eqn.outvars[ni:]]
+            layout = self.__dict__["_layout_value"] = (ni, first_dim, first_carry, int_fixed, out_dims)
+        return layout
 
     def _build_capacity_loop(self, invals, caps):
         from .padding import pad_resizing_loop

@@ -5,8 +5,10 @@ from 16), built by ``padding.pad_jaxpr``. The first call at a new size in a know
 compiles nothing: the inputs are padded, the bucket's executable runs, the results are cut.
 
 Tier 2 (``exact``): the executable specialized to the exact sizes (the fastest at steady
-state). It is compiled when a size *recurs* (its second call), on a background thread, and
-serves every later call at that size once it is ready; until then tier 1 does.
+state). The first size a program runs at compiles it directly (a program called at one size
+never pads). A later size runs padded; when it *recurs* (its second call) its exact
+executable is compiled on a background thread and serves every later call at that size once
+it is ready.
 
 ``DYNJAX_TIERS`` chooses the policy: ``auto`` (the default, as above), ``exact`` (every
 new size compiles its exact executable on the call path, no padding) or ``padded`` (always
