@@ -108,6 +108,7 @@ class Segment:
         when the padded tier did: see ``tiers``)."""
         key = self._key(args)
         exe = self.cache.get(key)
+        first = False
         if exe is None and self.paddable:
             from . import tiers
             pol = tiers.policy()
@@ -128,6 +129,8 @@ class Segment:
                 return run(args), None
         if exe is None:
             exe = self.cache.get_or_fill(key, lambda: self._compile(args))
+            if first:   # ready for the next size: its bucket, in the background
+                self._queue_own_bucket(args)
         self.last_executable = exe
         self.stats.exact_runs += 1
         explain.maybe(explain.tiers, lambda: f"exact tier: {self._describe_key(key)}")
@@ -167,6 +170,12 @@ class Segment:
         except NotPaddable:
             self.paddable = False
             return None
+
+    def _queue_own_bucket(self, args):
+        from .padding import bucket
+        values = [int(args[i]) for i in self.baked]
+        if all(v >= 0 for v in values):
+            self._compile_bucket_later(tuple(bucket(v) for v in values), None)
 
     def _compile_bucket_later(self, bounds, values):
         """Queue the padded program of a bucket on the background compile thread."""

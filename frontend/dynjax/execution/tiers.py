@@ -6,7 +6,7 @@ compiles nothing: the inputs are padded, the bucket's executable runs, the resul
 
 Tier 2 (``exact``): the executable specialized to the exact sizes (the fastest at steady
 state). The first size a program runs at compiles it directly (a program called at one size
-never pads). A later size runs padded; when it *recurs* (its second call) its exact
+never pads; its bucket compiles in the background). A later size runs padded; when it *recurs* (its second call) its exact
 executable is compiled on a background thread and serves every later call at that size once
 it is ready.
 
