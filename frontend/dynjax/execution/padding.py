@@ -474,6 +474,15 @@ def _rev(ctx, eqn, x):
     return x
 
 
+def _known_zero(x) -> bool:
+    """Whether ``x`` is 0 at trace time (a number, or a tracer staged as an inline literal)."""
+    from ..core.trace import Tracer
+    if isinstance(x, Tracer):
+        lit = getattr(x, "literal", None)
+        return lit is not None and int(lit.val) == 0
+    return int(x) == 0
+
+
 def _window(x, axis, start, length):
     """``length`` elements of ``x`` from ``start`` along ``axis``, for any ``start`` in
     ``[0, len]``."""
@@ -522,6 +531,8 @@ def _read(x, starts, shape, dynamic):
     if not any(dynamic):
         return w
     back = [lax.sub(_i64(s), m) if dynamic[ax] else np.int64(0) for ax, (s, m) in enumerate(zip(starts, moved))]
+    if all(_known_zero(b) for b in back):   # the start is known never to move
+        return w
     for ax, d in enumerate(dynamic):
         if d:
             w = _resize_axis(w, ax, 2 * shape[ax])
