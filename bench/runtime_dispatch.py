@@ -1,11 +1,20 @@
 """Micro-benchmark of dynjax's XLA call path variants (numpy in -> numpy out).
 
-    python bench/runtime_dispatch.py [--n 20000]
+    python bench/runtime_dispatch.py [--n 20000]      # runtime call-path variants
+    python bench/runtime_dispatch.py dispatch [--n 20000] [--rounds 7]
+                                                      # qjit against jax.jit per argument kind
 
-Prints the median per-call time in microseconds for each variant in
+Default section: the median per-call time in microseconds for each variant in
 ``dynjax.runtime.xla._call_variants`` on 1-element adds (``x + x`` with one
 argument, ``x + y`` with two) and a 1e6-element ``x + y``, plus the time per
 specialization and per compile / deserialize.
+
+``dispatch`` section (needs jax): steady-state calls of an already compiled ``qjit``
+function beside ``jax.jit`` (x64 on, every jax call followed by ``block_until_ready``),
+for Python floats, Python ints, numpy scalars, 0-d arrays and ``np.ones(10)``, with one
+argument (``x + 1``) and two (``x + y``). Each round times a batch of ``n / 10`` calls per
+kind and framework, interleaved; the table shows the median over rounds of the per-call time, and
+whether the call took qjit's dispatch table (``QJIT._fast_plan``).
 """
 
 import argparse
@@ -46,10 +55,74 @@ def aligned(n, fill):
     return a
 
 
+DISPATCH_KINDS = [   # label, one argument, the second argument of the two-argument case
+    ("Python float", 1.5, 2.5),
+    ("Python int", 3, 4),
+    ("np.float64", np.float64(1.5), np.float64(2.5)),
+    ("np.int64", np.int64(3), np.int64(4)),
+    ("0-d array", np.array(1.5), np.array(2.5)),
+    ("np.ones(10)", np.ones(10), np.ones(10)),
+]
+
+
+def dispatch(calls: int, rounds: int):
+    """Steady-state per-call time of qjit beside jax.jit, per argument kind."""
+    import os
+    os.environ.setdefault("DYNJAX_DISABLE_DISK_CACHE", "1")
+    import jax
+    jax.config.update("jax_enable_x64", True)
+    from dynjax import qjit
+
+    def one(x):
+        return x + 1
+
+    def two(x, y):
+        return x + y
+
+    cases = []   # (label, dynjax callable, jax callable, args)
+    for label, a, b in DISPATCH_KINDS:
+        for name, fn, args in (("f(x) = x + 1", one, (a,)), ("f(x, y) = x + y", two, (a, b))):
+            d, j = qjit(fn), jax.jit(fn)
+            got, want = d(*args), np.asarray(j(*args))
+            assert got.dtype == want.dtype and np.array_equal(got, want), (label, name, got, want)
+            cases.append((f"{label:13s} {name}", d, j, args))
+
+    def batch_d(f, args):
+        pc = time.perf_counter_ns
+        t = pc()
+        for _ in range(calls):
+            f(*args)
+        return (pc() - t) / calls / 1e3
+
+    def batch_j(f, args):
+        pc = time.perf_counter_ns
+        t = pc()
+        for _ in range(calls):
+            f(*args).block_until_ready()
+        return (pc() - t) / calls / 1e3
+
+    times = {c[0]: ([], []) for c in cases}
+    for _ in range(rounds):
+        for label, d, j, args in cases:
+            times[label][0].append(batch_d(d, args))
+            times[label][1].append(batch_j(j, args))
+    print(f"\ndispatch: {calls} calls x {rounds} rounds, median per call (us)")
+    print(f"{'arguments':33s} {'dynjax':>8s} {'jax.jit':>8s} {'ratio':>6s}  fast path")
+    for label, d, j, args in cases:
+        td, tj = (float(np.median(v)) for v in times[label])
+        fast = "yes" if d._fast_plan(args) is not None else "NO"
+        print(f"{label:33s} {td:8.2f} {tj:8.2f} {td / tj:5.2f}x  {fast}")
+
+
 def main():
     p = argparse.ArgumentParser()
+    p.add_argument("section", nargs="?", default="variants", choices=["variants", "dispatch"])
     p.add_argument("--n", type=int, default=20000)
+    p.add_argument("--rounds", type=int, default=7)
     ns = p.parse_args()
+    if ns.section == "dispatch":
+        dispatch(max(ns.n // 10, 100), ns.rounds)
+        return
 
     t = time.perf_counter()
     for i in range(50):

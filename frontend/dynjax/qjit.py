@@ -48,7 +48,20 @@ class _Entry:
 
 _NUMPY_INTS = frozenset({np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32, np.uint64})
 _NUMPY_SCALARS = frozenset({np.float16, np.float32, np.float64, np.bool_}) | _NUMPY_INTS
+# argument types the fast path keys by type alone; Python scalars with the dtype they trace to
+_FAST_SCALARS = _NUMPY_SCALARS | {float, int, bool}
+_PYTHON_DTYPES = {float: np.dtype(np.float64), int: np.dtype(np.int64), bool: np.dtype(np.bool_)}
 _NO_FAST = object()   # an argument kind the fast path does not handle (never in a registered key)
+
+
+class _ByValue:
+    """A dispatch-table entry for argument types whose executable bakes in integer arguments:
+    the plans are in the same table under ``(_ByValue, key, values of the arguments at
+    positions)``, so that the table stays bounded by ``cache_size`` as a whole."""
+    __slots__ = ("positions",)
+
+    def __init__(self, positions):
+        self.positions = positions
 
 
 def _has_tracer(tree) -> bool:
@@ -57,23 +70,15 @@ def _has_tracer(tree) -> bool:
 
 
 def _fast_leaf_key(a):
-    """How one positional argument enters the dispatch key of the fast path.
+    """How one positional argument enters the first-level key of the dispatch table.
 
-    The key must hold everything baked into the executable it leads to. An integer scalar
-    of any kind (Python int, numpy integer, 0-d integer array) may be a size, whose value
-    is baked: it is keyed by value. Other arrays are keyed by shape and dtype."""
+    Arrays by shape and dtype, scalars by exact type: a Python float (traced weakly typed) and
+    an ``np.float64`` differ. Values are not in this key: integer arguments whose value the
+    executable bakes in (sizes) are keyed by value one level down (``_ByValue``)."""
     t = type(a)
     if t is np.ndarray:
-        if a.ndim == 0 and a.dtype.kind in "iu":
-            return (a.dtype, int(a))
         return (a.shape, a.dtype)
-    if t is int:
-        return a
-    if t in _NUMPY_INTS:
-        return (t, int(a))
-    if t in _NUMPY_SCALARS:
-        return t
-    return _NO_FAST
+    return t if t in _FAST_SCALARS else _NO_FAST
 
 
 def _leaf_key(x):
@@ -118,6 +123,7 @@ class QJIT:
         self._by_abstract = BoundedCache(self.cache_size)   # abstract signature -> _Entry
         self._by_concrete = BoundedCache(self.cache_size)   # concrete leaf signature -> _Entry
         self._fast = BoundedCache(self.cache_size)   # fast key -> (entry, executable, ...): see __call__
+        self._fast_hit = self._fast._data.get          # its lookup without the recency update
         self._last: Optional[_Entry] = None   # introspection only (f.jaxpr): the latest call's trace
         self._aot_leaves = None
         self._aot_compile()
@@ -223,25 +229,40 @@ class QJIT:
     # --- calling ---------------------------------------------------------------------------
     def __call__(self, *args, **kwargs):
         # Fast path: positional arguments seen before, whose trace is one executable: look it
-        # up and run it, nothing else. The key holds what the executable bakes in.
-        if not kwargs and not is_tracing():
-            try:
-                hit = self._fast.get(tuple([_fast_leaf_key(a) for a in args]))
-            except TypeError:
-                hit = None
-            if hit is not None:
-                entry, exe, runtime, explicit, single = hit
-                self.calls += 1
-                self.stats.exact_runs += 1
-                self._last = entry
-                outs = exe(*args) if runtime is None else exe(*[args[i] for i in runtime])
-                if single is not None:
-                    return outs[single]
-                return pytree.tree_unflatten(entry.traced.out_tree, [outs[i] for i in explicit])
+        # up and run it, nothing else. The keys hold what the executable bakes in. (Spelled
+        # out for one and two arguments, and a hit does not refresh the plan's recency: each
+        # saves a Python frame of the ~1 us this layer adds to a call.)
         try:
+            if not kwargs:
+                n = len(args)
+                key = ((_fast_leaf_key(args[0]),) if n == 1 else
+                       (_fast_leaf_key(args[0]), _fast_leaf_key(args[1])) if n == 2 else
+                       tuple([_fast_leaf_key(a) for a in args]))
+                plan = self._fast_hit(key)
+                if plan.__class__ is _ByValue:
+                    plan = self._fast.get((_ByValue, key, tuple([int(args[i]) for i in plan.positions])))
+                if plan is not None and not is_tracing():
+                    entry, exe, runtime, explicit, single = plan
+                    self.calls += 1
+                    self.stats.exact_runs += 1
+                    self._last = entry
+                    outs = exe.call_exact(args if runtime is None else [args[i] for i in runtime])
+                    if single is not None:
+                        return outs[single]
+                    return pytree.tree_unflatten(entry.traced.out_tree, [outs[i] for i in explicit])
             return self._call(*args, **kwargs)
         except Exception as e:
             raise user_error(e)
+
+    def _fast_plan(self, args):
+        """The dispatch table's plan for these positional arguments, or None (as looked up by
+        ``__call__``): the table is keyed by ``_fast_leaf_key``, then, where the executable
+        bakes in integer arguments, by their values."""
+        key = tuple([_fast_leaf_key(a) for a in args])
+        plan = self._fast.get(key)
+        if plan.__class__ is _ByValue:
+            plan = self._fast.get((_ByValue, key, tuple([int(args[i]) for i in plan.positions])))
+        return plan
 
     def _call(self, *args, **kwargs):
         if is_tracing() or _has_tracer((args, kwargs)):
@@ -283,26 +304,41 @@ class QJIT:
             raise TypeError(f"{getattr(self.fun, '__name__', 'the function')}(): {e}") from None
 
     def _register_fast(self, entry: _Entry, exe, args):
-        """Remember a direct plan for this signature when nothing but one executable is needed:
-        no static arguments or pytrees, every array already of the traced dtype, and the baked
-        integers are the implicit dims and integer arguments (keyed by value)."""
+        """Remember a direct plan for these positional arguments when nothing but one
+        executable is needed: no static arguments or pytrees, every argument already of the
+        traced dtype, and no runtime implicit dims. The integer arguments the executable bakes
+        in are keyed by value (a ``_ByValue`` node); runtime integers only by type."""
         seg = entry.program.single
         nimp = len(entry.traced.signature.dim_names)
         if self.static_argnums or len(args) != len(entry.dtypes) or any(p < nimp for p in seg.runtime):
             return
-        keys = [_fast_leaf_key(a) for a in args]
+        keys = tuple([_fast_leaf_key(a) for a in args])
         if any(k is _NO_FAST for k in keys):
             return
         for a, dt in zip(args, entry.dtypes):
-            if type(a) is not int and a.dtype != dt:
+            t = type(a)
+            if (_PYTHON_DTYPES[t] if t in _PYTHON_DTYPES else a.dtype) != dt:
                 return
-        if any(type(args[p - nimp]) is int for p in seg.runtime):
-            return   # a runtime integer would make the key value-dependent for nothing
         runtime = [p - nimp for p in seg.runtime]
+        for j, i in enumerate(runtime):   # what exe.call_exact relies on
+            a, aval = args[i], exe.in_avals[j]
+            if type(a) is np.ndarray:
+                if a.shape != aval.shape or a.dtype != aval.dtype:
+                    return
+            elif aval.shape != () or type(a) not in exe.scalar_types(j):
+                return
         runtime = None if runtime == list(range(len(args))) else runtime
         tree = entry.traced.out_tree
         single = entry.explicit[0] if tree.kind == "leaf" and len(entry.explicit) == 1 else None
-        self._fast.put(tuple(keys), (entry, exe, runtime, entry.explicit, single))
+        plan = (entry, exe, runtime, entry.explicit, single)
+        by_value = tuple(p - nimp for p in seg.baked if p >= nimp)
+        if not by_value:
+            self._fast.put(keys, plan)
+            return
+        node = self._fast.get(keys)
+        if node.__class__ is not _ByValue or node.positions != by_value:
+            self._fast.put(keys, _ByValue(by_value))
+        self._fast.put((_ByValue, keys, tuple([int(args[i]) for i in by_value])), plan)
 
     def _lists_as_arrays(self, args):
         """Lists of numbers named by abstracted_axes are arrays (see named_lists_as_arrays)."""

@@ -60,8 +60,9 @@ def _leaf_aval(x, where: str) -> ShapedArray:
     # Python scalars are weakly typed, as in numpy and JAX: `x_f32 * n` stays float32
     if isinstance(x, (int, np.integer)) and not isinstance(x, (bool, np.bool_)):
         return ShapedArray((), int64, True) if isinstance(x, int) else ShapedArray((), canonical_dtype(x.dtype))
-    if isinstance(x, (float, np.floating)):
-        return ShapedArray((), float64, True) if isinstance(x, float) else ShapedArray((), canonical_dtype(x.dtype))
+    if isinstance(x, (float, np.floating)):   # np.float64 subclasses float, but is strongly typed
+        return ShapedArray((), float64, True) if not isinstance(x, np.generic) else \
+            ShapedArray((), canonical_dtype(x.dtype))
     if isinstance(x, complex):
         return ShapedArray((), complex128, True)
     if isinstance(x, np.generic):

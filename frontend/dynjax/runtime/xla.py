@@ -6,13 +6,17 @@
 * :func:`serialize` / :func:`deserialize` -- executables as bytes (for the disk cache).
 * :func:`hlo_text` -- the optimized HLO XLA actually runs.
 
-Call path (measured on jaxlib 0.10.2, see ``bench/runtime_dispatch.py``): one
-``batched_device_put`` per argument with a precomputed aval (zero-copy for
-64-byte-aligned inputs), ``execute_sharded`` and ``consume_with_handlers``
-with precomputed ``array_result_handler`` s, then ``np.asarray`` on each
-output (zero-copy: the result is a read-only view whose base keeps the XLA
-buffer alive).  ``disassemble_into_single_device_arrays`` is avoided: without
-``jax`` installed it retries ``import jax`` on every call (~40 us).
+Call path (measured on jaxlib 0.10.2, see ``bench/runtime_dispatch.py``): small
+inputs (at most ``_STAGE_MAX_BYTES``) are copied into *staging buffers*: 64-byte
+aligned host arrays that XLA reads in place through device arrays created once
+with zero-copy ``batched_device_put`` (see ``_new_stage``); a copy of a few bytes
+costs ~0.1 us where a ``batched_device_put`` costs ~2.5 us. Larger inputs get one
+``batched_device_put`` each with a precomputed aval (zero-copy for 64-byte-aligned
+inputs). Then ``execute_sharded`` and ``consume_with_handlers`` with precomputed
+``array_result_handler`` s, and ``np.asarray`` on each output (zero-copy: the
+result is a read-only view whose base keeps the XLA buffer alive; it waits for
+the run to finish). ``disassemble_into_single_device_arrays`` is avoided:
+without ``jax`` installed it retries ``import jax`` on every call (~40 us).
 
 XLA never aliases a parameter with an output unless asked to (we never ask:
 no donation), so results are independent of later mutation of the inputs.
@@ -147,6 +151,14 @@ _ELEM = {
     "bf16": ml_dtypes.bfloat16,
 }
 _BF16 = np.dtype(ml_dtypes.bfloat16)
+
+# Inputs of at most this many bytes are copied into staging buffers instead of being put on
+# the device per call (a copy of 16 KiB takes about as long as one batched_device_put).
+_STAGE_MAX_BYTES = 16384
+# Scalars written into a 0-d staging buffer of that dtype without a conversion check: the
+# write is exact (a Python int out of range raises, and is then reported by _slow_arg).
+_SCALAR_TYPES = {np.dtype(np.float64): (float, np.float64), np.dtype(np.int64): (int, np.int64),
+                 np.dtype(np.bool_): (bool, np.bool_)}
 _TENSOR = re.compile(r"^tensor<((?:\d+x)*)([a-z0-9<>]+)>$")
 
 
@@ -168,7 +180,7 @@ class Executable:
     """
 
     __slots__ = ("loaded", "in_types", "out_types", "in_avals", "out_avals", "_handlers", "_run", "_via_copy",
-                 "__weakref__")
+                 "_staged", "_scalars", "_stages", "__weakref__")
 
     def __init__(self, loaded, in_types: Sequence[str], out_types: Sequence[str]):
         get_client()
@@ -181,9 +193,64 @@ class Executable:
         self._handlers = [_result_handler(a, _sharding, True, _skip_checks=True) for a in self.out_avals]
         # numpy's buffer protocol does not know bfloat16: such results are copied out instead
         self._via_copy = tuple(i for i, a in enumerate(self.out_avals) if a.dtype == _BF16)
+        # inputs passed through staging buffers, the scalar types written into them as they
+        # are, and the free stages (None: no staging; without outputs a run cannot be awaited)
+        self._staged = tuple(0 < a.size * a.dtype.itemsize <= _STAGE_MAX_BYTES for a in self.in_avals)
+        self._scalars = tuple(_SCALAR_TYPES.get(a.dtype, (a.dtype.type,)) if a.shape == () else ()
+                              for a in self.in_avals)
+        self._stages = [] if any(self._staged) and self.out_avals else None
 
     def __call__(self, *args):
-        return execute(self, args)
+        return self.call(args)
+
+    def call(self, args: Sequence) -> list:
+        """Run on a sequence of arguments (numpy arrays, scalars, anything ``_slow_arg``
+        converts exactly); return a list of read-only numpy arrays."""
+        avals = self.in_avals
+        if len(args) != len(avals):
+            raise TypeError(f"executable takes {len(avals)} arguments, got {len(args)}")
+        for x, aval, scalars in zip(args, avals, self._scalars):
+            t = type(x)
+            if not (t in scalars or (t is np.ndarray and x.dtype == aval.dtype and x.shape == aval.shape)):
+                args = [_checked_arg(x, aval, scalars, i)
+                        for i, (x, aval, scalars) in enumerate(zip(args, avals, self._scalars))]
+                break
+        return self.call_exact(args)
+
+    def call_exact(self, args: Sequence) -> list:
+        """``call`` for arguments the caller has checked: as many as the inputs, each a numpy
+        array of exactly the input's shape and dtype or a scalar of one of ``scalar_types``."""
+        stages = self._stages
+        if stages is None:
+            return _outputs(self, self._run(_put_all(args, self.in_avals)))
+        try:
+            stage = stages.pop()   # atomic: a stage serves one call at a time
+        except IndexError:
+            stage = _new_stage(self)
+        hosts, devs, whole = stage
+        try:
+            if whole:
+                try:
+                    for x, host in zip(args, hosts):
+                        host[()] = x
+                    bufs = devs
+                except (OverflowError, ValueError):   # a Python int out of range
+                    bufs = _fill(self, args, hosts, devs)
+            else:
+                bufs = _fill(self, args, hosts, devs)
+        except BaseException:
+            stages.append(stage)   # nothing ran: the stage is free
+            raise
+        outs = self._run(bufs).consume_with_handlers(self._handlers)
+        # converting the outputs waits for them, so the run has finished reading the stage
+        outs = _copy_outputs(self, outs) if self._via_copy else list(map(np.asarray, outs))
+        stages.append(stage)
+        return outs
+
+    def scalar_types(self, i: int) -> tuple:
+        """The Python and numpy scalar types input ``i`` takes as they are (it is 0-d and the
+        value converts exactly), for ``call_exact``."""
+        return self._scalars[i]
 
     def __repr__(self):
         return f"Executable(({', '.join(self.in_types)}) -> ({', '.join(self.out_types)}))"
@@ -237,9 +304,37 @@ def _slow_arg(x, aval: _Aval, i: int):
 
 def execute(exe: Executable, args: Sequence) -> list[np.ndarray]:
     """Run ``exe`` on numpy arguments; return a list of (read-only) numpy arrays."""
-    avals = exe.in_avals
-    if len(args) != len(avals):
-        raise TypeError(f"executable takes {len(avals)} arguments, got {len(args)}")
+    return exe.call(args)
+
+
+def _checked_arg(x, aval: _Aval, scalars: tuple, i: int):
+    """``x`` as ``call_exact`` takes it: as it is when exact, else converted by ``_slow_arg``."""
+    t = type(x)
+    if t in scalars or (t is np.ndarray and x.dtype == aval.dtype and x.shape == aval.shape):
+        return x
+    return _slow_arg(x, aval, i)
+
+
+def _fill(exe: Executable, args, hosts, devs) -> list:
+    """The device arrays for a run on checked arguments when not every input is staged, or
+    a Python int is out of range (then the TypeError of ``_slow_arg``)."""
+    bufs = []
+    for i, (x, aval, host) in enumerate(zip(args, exe.in_avals, hosts)):
+        if host is None:
+            if type(x) is not np.ndarray:
+                x = _slow_arg(x, aval, i)
+            bufs.append(_bdp(aval, _sharding, [x], _devices, True, False, _ZERO_COPY, True))
+            continue
+        try:
+            host[()] = x
+        except (OverflowError, ValueError):
+            host[()] = _slow_arg(x, aval, i)
+        bufs.append(devs[i])
+    return bufs
+
+
+def _put_all(args, avals) -> list:
+    """One ``batched_device_put`` per argument."""
     bufs = []
     append = bufs.append
     for x, aval in zip(args, avals):
@@ -247,11 +342,43 @@ def execute(exe: Executable, args: Sequence) -> list[np.ndarray]:
             x = _slow_arg(x, aval, len(bufs))
         # strided arrays are fine: batched_device_put copies them
         append(_bdp(aval, _sharding, [x], _devices, True, False, _ZERO_COPY, True))
-    outs = exe._run(bufs).consume_with_handlers(exe._handlers)
-    if exe._via_copy:
-        return [o._single_device_array_to_np_array_did_copy()[0] if i in exe._via_copy else np.asarray(o)
-                for i, o in enumerate(outs)]
-    return [np.asarray(o) for o in outs]
+    return bufs
+
+
+def _outputs(exe: Executable, results) -> list[np.ndarray]:
+    """The results of a run as numpy arrays (waits for the run to finish)."""
+    outs = results.consume_with_handlers(exe._handlers)
+    return _copy_outputs(exe, outs) if exe._via_copy else list(map(np.asarray, outs))
+
+
+def _copy_outputs(exe: Executable, outs) -> list[np.ndarray]:
+    return [o._single_device_array_to_np_array_did_copy()[0] if i in exe._via_copy else np.asarray(o)
+            for i, o in enumerate(outs)]
+
+
+def _new_stage(exe: Executable):
+    """A set of staging buffers for ``exe``: ``(hosts, devs, whole)`` with, per staged input,
+    a 64-byte-aligned host array and the device array that reads it in place (zero copy),
+    None for the other inputs, and whether every input is staged.
+
+    A call writes its arguments into the host arrays, runs, and waits for the outputs before
+    the stage serves another call, so XLA never reads a buffer while it is being written.
+    Outputs never alias inputs (nothing is donated). An input XLA would not read in place
+    (its device buffer is not the host memory) is put per call instead."""
+    hosts, devs = [], []
+    for aval, staged in zip(exe.in_avals, exe._staged):
+        host = dev = None
+        if staged:
+            nbytes = aval.size * aval.dtype.itemsize
+            raw = np.zeros(nbytes + 64, np.uint8)
+            off = -raw.ctypes.data % 64
+            host = raw[off:off + nbytes].view(aval.dtype).reshape(aval.shape)
+            dev = _bdp(aval, _sharding, [host], _devices, True, False, _ZERO_COPY, True)
+            if dev.unsafe_buffer_pointer() != host.ctypes.data:
+                host = dev = None
+        hosts.append(host)
+        devs.append(dev)
+    return hosts, devs, all(h is not None for h in hosts)
 
 
 _MAGIC = b"DYNJAX-XLA-EXE\x001\n"
@@ -342,6 +469,9 @@ def _call_variants(exe: Executable) -> dict:
     def v_chosen(*args):
         return execute(exe, args)
 
+    def v_put_each(*args):  # the call path before staging buffers
+        return _outputs(exe, exe._run(_put_all(args, avals)))
+
     bufs0 = [put(np.zeros(a.shape, a.dtype), a) for a in avals]
 
     def v_device_resident_no_host(*args):  # lower bound: args already on device, no numpy out
@@ -354,7 +484,8 @@ def _call_variants(exe: Executable) -> dict:
         return outs
 
     return {
-        "chosen: put(precomputed aval)+execute_sharded+consume_with_handlers+np.asarray": v_chosen,
+        "chosen (execute): staging buffers for small inputs, else put; execute_sharded+handlers+np.asarray": v_chosen,
+        "put(precomputed aval) per input+execute_sharded+consume_with_handlers+np.asarray": v_put_each,
         "put+execute_sharded+disassemble_into_single_device_arrays": v_disassemble,
         "put+xla_client LoadedExecutable.execute": v_xla_client_execute,
         "put(aval built per call)+handlers": v_fresh_avals,
