@@ -497,6 +497,12 @@ def main():
     # 1b. the same, on a numpy float64 scalar (np.generic): a different dynjax path
     rows.append(run_row("1b. scalar `x + 1.0` (np.float64)", dj_scalar, jx_scalar, np_scalar,
                         (np.float64(1.5),), None, n(50000), 2000, n(50000)))
+    rows[-1]["key"] = "dispatch"
+    # 1c-1e. dispatch with Python scalars and a small array (issue 13's target 4)
+    for label, arg in (("1c. scalar `x + 1.0` (Python float)", 1.5), ("1d. scalar `x + 1.0` (Python int)", 3),
+                       ("1e. `x + 1.0`, np.ones(10)", np.ones(10))):
+        rows.append(run_row(label, dj_scalar, jx_scalar, np_scalar, (arg,), None, n(50000), 2000, n(50000)))
+        rows[-1]["key"] = "dispatch"
     # 2. the seed's overview program
     rows.append(run_row("2. overview `circuit(5)` (new: 6)", dj_circuit, jx_circuit, np_circuit,
                         (5,), (6,), n(30000), 1000, n(30000)))
@@ -563,6 +569,7 @@ def main():
 # the targets per row key: (label, test(row, steady ratio, first ratio, new-size ratio))
 TARGETS = {
     "scalar": [("steady ≤2x", lambda r, rs, rf, rn: rs <= 2.0)],
+    "dispatch": [("steady ≤1.2x", lambda r, rs, rf, rn: rs <= 1.2)],   # issue 13
     "axpy": [("steady ≤1.2x", lambda r, rs, rf, rn: rs <= 1.2)],
     "matmul": [("steady ≤1.2x", lambda r, rs, rf, rn: rs <= 1.2)],
     "vmap": [("steady ≤1.2x", lambda r, rs, rf, rn: rs <= 1.2)],
