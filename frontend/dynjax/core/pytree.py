@@ -17,23 +17,32 @@ def register_pytree_node(cls: type, flatten: Callable, unflatten: Callable) -> N
 
 
 class TreeDef:
-    __slots__ = ("kind", "aux", "children", "num_leaves")
+    """An immutable tree structure; its comparison key and hash are computed once."""
+    __slots__ = ("kind", "aux", "children", "num_leaves", "_k", "_h")
 
     def __init__(self, kind, aux, children):
         self.kind = kind
         self.aux = aux
         self.children = children
         self.num_leaves = 1 if kind == "leaf" else sum(c.num_leaves for c in children)
+        self._k = None
+        self._h = None
 
     def _key(self):
-        return (self.kind, self.aux if self.kind != "custom" else (self.aux[0], repr(self.aux[1])),
-                tuple(c._key() for c in self.children))
+        k = self._k
+        if k is None:
+            k = self._k = (self.kind, self.aux if self.kind != "custom" else (self.aux[0], repr(self.aux[1])),
+                           tuple(c._key() for c in self.children))
+        return k
 
     def __eq__(self, other):
-        return isinstance(other, TreeDef) and self._key() == other._key()
+        return self is other or (isinstance(other, TreeDef) and self._key() == other._key())
 
     def __hash__(self):
-        return hash(self._key())
+        h = self._h
+        if h is None:
+            h = self._h = hash(self._key())
+        return h
 
     def __repr__(self):
         if self.kind == "leaf":
