@@ -189,6 +189,17 @@ def test_growing_for_loop_runs_on_device_with_capacities(n, tier):
     np.testing.assert_array_equal(f(n), np.concatenate([[1.0], 2.0 + np.arange(n)]))
 
 
+def test_growing_loop_at_other_trip_counts_compiles_nothing_new(tier):
+    tier("auto")
+    f = qjit(lambda n: for_loop(0, n, 1, allow_array_resizing=True)(
+        lambda i, a: jnp.concatenate([a, a[:1] - i]))(jnp.ones(1)))
+    for n in (1000, 999, 500, 1000, 3, 0, 700):
+        np.testing.assert_array_equal(f(n), np.concatenate([[1.0], 1.0 - np.arange(n)]))
+    info = f.cache_info()
+    # the jnp.ones(1) segment, and the capacities 16, 64, 256, 1024 of the loop
+    assert info["compilations"] + info["padded_compilations"] + info["disk_cache_hits"] <= 5, info
+
+
 def test_growing_while_loops_and_several_carried_arrays(tier):
     tier("auto")
     # doubling until at least 1000 elements, a step counter carried along

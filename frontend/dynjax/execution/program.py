@@ -490,7 +490,10 @@ class HostStep:
             ni = eqn.params["nimplicit"]
             first_carry = len(eqn.invars) - (len(eqn.outvars) - ni)
             first_dim = first_carry - ni
-            int_fixed = [j for j, v in enumerate(eqn.invars[:first_dim])
+            # the integer constants of the nested programs: their values bound sizes there, so
+            # the executable is keyed by them (a for_loop's bounds, step and start are not)
+            nconsts = eqn.params["body_nconsts"] if "cond_jaxpr" not in eqn.params else first_dim
+            int_fixed = [j for j, v in enumerate(eqn.invars[:nconsts])
                          if v.aval.shape == () and np.issubdtype(v.aval.dtype, np.integer)]
             position = {id(v): k for k, v in enumerate(eqn.outvars[:ni])}
             out_dims = [[position.get(id(d)) if not isinstance(d, int) else None for d in v.aval.shape]
