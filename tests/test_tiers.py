@@ -312,10 +312,12 @@ def test_bad_policy_is_a_clear_error(monkeypatch):
         f(np.ones(3))
 
 
-# the compiled-program suites, re-run with the padded tier forced on
+# compiled-program suites re-run with the padded tier forced on: every primitive against its
+# eager result (test_eager_vs_compiled), control flow, indexing (gather / scatter), numpy
+# functions with sizes from data, and size arithmetic (kept to ~1 minute; the other suites
+# pass too: `DYNJAX_TIERS=padded pytest tests`)
 FORCED = ["tests/test_eager_vs_compiled.py", "tests/test_control_flow.py", "tests/test_indexing.py",
-          "tests/test_numpy_api.py", "tests/test_numpy_functions.py", "tests/test_numpy_statistics.py",
-          "tests/test_lax.py", "tests/test_size_folding.py", "tests/test_symbolic_dims.py"]
+          "tests/test_numpy_functions.py", "tests/test_size_folding.py", "tests/test_symbolic_dims.py"]
 
 
 def test_suites_pass_with_the_padded_tier_forced_on():
