@@ -579,19 +579,28 @@ def _pieces_from_points(ary, points, axis):
     return [ary[_along(axis, slice(lo, hi), nd)] for lo, hi in zip(bounds[:-1], bounds[1:])]
 
 
+def _split_request(ary, indices_or_sections, axis):
+    """The array, the axis, the number of sections, and the pieces when split points are given
+    (then there is nothing else to do)."""
+    ary = _as_array(ary)
+    axis = _axis(axis, typeof(ary).ndim)
+    sections, points = _sections(indices_or_sections)
+    if points is not None:
+        return ary, axis, None, _pieces_from_points(ary, points, axis)
+    if sections <= 0:
+        raise ValueError("number sections must be larger than 0.")
+    return ary, axis, sections, None
+
+
 def array_split(ary, indices_or_sections, axis=0):
     """``ary`` split along ``axis`` into ``sections`` pieces whose lengths differ by at most
     one (the first ``n % sections`` are one longer), or at the given split points (static or
     traced integers, clamped into range as slice bounds; empty pieces allowed). On a dynamic
     axis the pieces' lengths are symbolic dims (``(n + sections - 1 - i) // sections``)."""
-    ary = _as_array(ary)
+    ary, axis, sections, pieces = _split_request(ary, indices_or_sections, axis)
+    if pieces is not None:
+        return pieces
     nd = typeof(ary).ndim
-    axis = _axis(axis, nd)
-    sections, points = _sections(indices_or_sections)
-    if points is not None:
-        return _pieces_from_points(ary, points, axis)
-    if sections <= 0:
-        raise ValueError("number sections must be larger than 0.")
     n = typeof(ary).shape[axis]
     if isinstance(n, int):
         each, extra = divmod(n, sections)
@@ -616,14 +625,10 @@ def split(ary, indices_or_sections, axis=0):
     static; on a dynamic axis every piece has ``n // sections`` elements, and a length that
     does not divide is a ``ValueError`` at run time, before the program runs (the pieces are
     cut from a reshape to ``(sections, n // sections)``, whose element count is checked)."""
-    ary = _as_array(ary)
+    ary, axis, sections, pieces = _split_request(ary, indices_or_sections, axis)
+    if pieces is not None:
+        return pieces
     nd = typeof(ary).ndim
-    axis = _axis(axis, nd)
-    sections, points = _sections(indices_or_sections)
-    if points is not None:
-        return _pieces_from_points(ary, points, axis)
-    if sections <= 0:
-        raise ValueError("number sections must be larger than 0.")
     n = typeof(ary).shape[axis]
     if isinstance(n, int):
         if n % sections:
