@@ -191,7 +191,12 @@ def test_nested_qjit_is_inlined():
     assert inner.cache_info()["traces"] == 0
 
 
-def test_host_driven_growing_loop():
+@pytest.mark.parametrize("policy", ["auto", "exact"])
+def test_growing_loop(policy, monkeypatch):
+    """A while_loop whose carried array doubles: one capacity program (auto), or driven from
+    the host, one executable per carried shape (exact)."""
+    monkeypatch.setenv("DYNJAX_TIERS", policy)
+
     @qjit(abstracted_axes=({0: "n"}, None))
     def grow(x, limit):
         @while_loop(lambda a: a.shape[0] < limit)
@@ -208,8 +213,11 @@ def test_host_driven_growing_loop():
         x = np.arange(1.0, n + 1)
         np.testing.assert_array_equal(grow(x, limit), ref(x, limit))
     info = grow.cache_info()
-    assert info["traces"] == 1 and info["host_steps"] >= 4
-    assert "stablehlo.while" in grow.mlir
+    assert info["traces"] == 1 and "stablehlo.while" in grow.mlir
+    if policy == "exact":
+        assert info["host_steps"] >= 4 and info["padded_runs"] == 0
+    else:
+        assert info["host_steps"] == 0 and info["padded_runs"] == 5
 
 
 def test_data_dependent_size():

@@ -242,9 +242,10 @@ class QJIT:
                 if plan.__class__ is _ByValue:
                     plan = self._fast.get((_ByValue, key, tuple([int(args[i]) for i in plan.positions])))
                 if plan is not None and not is_tracing():
-                    entry, exe, runtime, explicit, single = plan
+                    entry, exe, runtime, explicit, single, exact = plan
                     self.calls += 1
-                    self.stats.exact_runs += 1
+                    if exact:
+                        self.stats.exact_runs += 1
                     self._last = entry
                     outs = exe.call_exact(args if runtime is None else [args[i] for i in runtime])
                     if single is not None:
@@ -304,13 +305,13 @@ class QJIT:
             raise TypeError(f"{getattr(self.fun, '__name__', 'the function')}(): {e}") from None
 
     def _register_fast(self, entry: _Entry, exe, args):
-        """Remember a direct plan for these positional arguments when nothing but one
-        executable is needed: no static arguments or pytrees, every argument already of the
-        traced dtype, and no runtime implicit dims. The integer arguments the executable bakes
-        in are keyed by value (a ``_ByValue`` node); runtime integers only by type."""
-        seg = entry.program.single
+        """Remember a direct plan for these positional arguments: no static arguments or
+        pytrees, and every argument already of the traced dtype. Either the trace is one
+        executable (with no runtime implicit dims): the integer arguments it bakes in are keyed
+        by value (a ``_ByValue`` node), runtime integers only by type. Or ``exe`` is a
+        ``_ProgramCall``: the program, which keys its own executables."""
         nimp = len(entry.traced.signature.dim_names)
-        if self.static_argnums or len(args) != len(entry.dtypes) or any(p < nimp for p in seg.runtime):
+        if self.static_argnums or len(args) != len(entry.dtypes):
             return
         keys = tuple([_fast_leaf_key(a) for a in args])
         if any(k is _NO_FAST for k in keys):
@@ -319,6 +320,14 @@ class QJIT:
             t = type(a)
             if (_PYTHON_DTYPES[t] if t in _PYTHON_DTYPES else a.dtype) != dt:
                 return
+        tree = entry.traced.out_tree
+        single = entry.explicit[0] if tree.kind == "leaf" and len(entry.explicit) == 1 else None
+        if isinstance(exe, _ProgramCall):
+            self._fast.put(keys, (entry, exe, None, entry.explicit, single, False))
+            return
+        seg = entry.program.single
+        if any(p < nimp for p in seg.runtime):
+            return
         runtime = [p - nimp for p in seg.runtime]
         for j, i in enumerate(runtime):   # what exe.call_exact relies on
             a, aval = args[i], exe.in_avals[j]
@@ -328,9 +337,7 @@ class QJIT:
             elif aval.shape != () or type(a) not in exe.scalar_types(j):
                 return
         runtime = None if runtime == list(range(len(args))) else runtime
-        tree = entry.traced.out_tree
-        single = entry.explicit[0] if tree.kind == "leaf" and len(entry.explicit) == 1 else None
-        plan = (entry, exe, runtime, entry.explicit, single)
+        plan = (entry, exe, runtime, entry.explicit, single, True)
         by_value = tuple(p - nimp for p in seg.baked if p >= nimp)
         if not by_value:
             self._fast.put(keys, plan)
@@ -414,7 +421,8 @@ class QJIT:
         if program.single is not None:
             outs, exe = program.single.call(args)
         else:
-            exe, outs = None, program.run(args)
+            outs = program.run(args)
+            exe = _ProgramCall(program, dims, entry.dtypes)
         explicit = [outs[i] for i in entry.explicit]
         return pytree.tree_unflatten(entry.traced.out_tree, explicit), exe
 
@@ -501,6 +509,23 @@ class QJIT:
                 "background_compilations": s.background_compilations,
                 "disk_cache_hits": s.disk_hits, "host_steps": s.host_steps,
                 "exact_runs": s.exact_runs, "padded_runs": s.padded_runs}
+
+
+class _ProgramCall:
+    """The dispatch table's plan for a trace that is more than one executable (segments, host
+    steps, or one capacity program): its arguments' shapes fix the implicit dims, so a call
+    only converts scalars to the traced dtypes and runs the program."""
+    __slots__ = ("program", "dims", "scalars")
+
+    def __init__(self, program, dims, dtypes):
+        self.program = program
+        self.dims = list(dims)
+        self.scalars = dtypes
+
+    def call_exact(self, args):
+        dts = self.scalars
+        leaves = [x if type(x) is np.ndarray else np.asarray(x, dts[i]) for i, x in enumerate(args)]
+        return self.program.run(self.dims + leaves)
 
 
 def _is_array_annotation(ann) -> bool:

@@ -60,7 +60,13 @@ class Context:
         self.env: Dict[int, Any] = {}
         self.intervals: Dict[int, Tuple[Optional[int], Optional[int]]] = {}
         # upper ends known from a check made before (a capacity loop's carried sizes)
-        self.clip = clip or {}
+        self.clip = dict(clip or {})
+        # resizing loops (see _resizing_loop): the capacities of each (by id of its
+        # equation), whether no loop has stopped early so far (None: statically true), and
+        # what each reports
+        self.capacities: Dict[int, Sequence[int]] = {}
+        self.running = None
+        self.reports: List[Tuple[Any, List[Any], Tuple[int, ...]]] = []
 
     def read(self, a):
         return a.val if isinstance(a, Literal) else self.env[id(a)]
@@ -164,24 +170,40 @@ class PaddedProgram:
     """A segment's jaxpr as one static program for a bucket of sizes.
 
     ``closed`` takes, in order, every int scalar input of the segment (its logical value)
-    and every array input padded to its bucket shape; it returns the padded outputs, then one
-    i64 per dynamic dim of the outputs (``out_dims[k][axis]`` is the static length, or
-    ``(j,)``: the length is output ``j``)."""
+    and every array input padded to its bucket shape. It returns the padded outputs, except
+    the i64 scalars, then (when there is any) one i64 vector, the *meta* output, holding
+    those scalars, the logical length of every dynamic axis of the outputs and the reports
+    of the resizing loops: one output instead of many, since each output of a run costs
+    about a microsecond on the host.
 
-    def __init__(self, closed: ClosedJaxpr, in_shapes, in_avals, out_dims, out_avals):
+    Per output of the jaxpr: ``out_index[k]`` is its position among the run's outputs, or
+    None when it is ``meta[out_meta[k]]``; ``out_dims[k][axis]`` is the static length, or
+    ``(j,)``: the length is ``meta[j]``. ``loops`` locates each resizing loop's report."""
+
+    def __init__(self, closed: ClosedJaxpr, in_shapes, in_avals, out_index, out_meta, out_dims, out_avals,
+                 loops=()):
         self.closed = closed
         self.in_shapes = in_shapes      # per segment input: None (a scalar) or the padded shape
         self.in_avals = in_avals
+        self.out_index = out_index
+        self.out_meta = out_meta
         self.out_dims = out_dims
         self.out_avals = out_avals
+        self.has_meta = any(m is not None for m in out_meta) or bool(loops) or any(
+            isinstance(d, tuple) for dims in out_dims for d in dims)
+        self.loops: List[LoopReport] = list(loops)
 
 
-def pad_jaxpr(jaxpr: Jaxpr, consts: Sequence[Any], size_bounds: Dict[int, int]) -> PaddedProgram:
+def pad_jaxpr(jaxpr: Jaxpr, consts: Sequence[Any], size_bounds: Dict[int, int],
+              capacities: Optional[Dict[int, Sequence[int]]] = None) -> PaddedProgram:
     """The padded program of ``jaxpr`` for int scalar inputs bounded by ``size_bounds``
-    (input position -> bound B: the value lies in ``[0, B]``). Raises NotPaddable."""
+    (input position -> bound B: the value lies in ``[0, B]``), its resizing loops built for
+    ``capacities`` (id of the loop equation -> one capacity per carried size; see
+    ``_resizing_loop``). Raises NotPaddable."""
     from ..tracing import trace_flat
     in_type, in_shapes = [], []
     ctx = Context()
+    ctx.capacities = dict(capacities or {})
     for i, v in enumerate(jaxpr.invars):
         if _is_int_scalar(v):
             in_type.append((ShapedArray((), v.aval.dtype), True))
@@ -192,33 +214,50 @@ def pad_jaxpr(jaxpr: Jaxpr, consts: Sequence[Any], size_bounds: Dict[int, int]) 
             shape = ctx.padded_shape(v.aval)
             in_type.append((ShapedArray(shape, v.aval.dtype, v.aval.weak_type), True))
             in_shapes.append(shape)
+    out_index: List[Optional[int]] = []
+    out_meta: List[Optional[int]] = []
     out_dims: List[List[Any]] = []
+    loops: List[LoopReport] = []
 
     def run(*args):
         outs = interpret(ctx, jaxpr, consts, args)
-        extra = []
-        n = len(outs)
-        for v in jaxpr.outvars:
-            dims = []
-            for d in v.aval.shape:
-                if isinstance(d, int):
-                    dims.append(d)
-                else:
-                    dims.append((n + len(extra),))
-                    extra.append(_i64(ctx.size(d)))
-            out_dims.append(dims)
-        return outs + extra, None
+        data, meta = [], []
+
+        def to_meta(x) -> int:
+            meta.append(lax.broadcast_in_dim(_i64(x), (1,), ()))
+            return len(meta) - 1
+        for v, x in zip(jaxpr.outvars, outs):
+            if v.aval.shape == () and np.dtype(v.aval.dtype) == np.int64:
+                out_index.append(None)
+                out_meta.append(to_meta(x))
+            else:
+                out_index.append(len(data))
+                out_meta.append(None)
+                data.append(x)
+            out_dims.append([d if isinstance(d, int) else (to_meta(ctx.size(d)),) for d in v.aval.shape])
+        for over, needed, caps in ctx.reports:
+            loops.append(LoopReport(to_meta(over), [to_meta(n) for n in needed], caps))
+        if meta:
+            data.append(lax.concatenate(meta, 0))
+        return data, None
 
     closed, _ = trace_flat(run, in_type)
-    return PaddedProgram(closed, in_shapes, [v.aval for v in jaxpr.invars], out_dims,
-                         [v.aval for v in jaxpr.outvars])
+    return PaddedProgram(closed, in_shapes, [v.aval for v in jaxpr.invars], out_index, out_meta, out_dims,
+                         [v.aval for v in jaxpr.outvars], loops)
 
 
 # --- intervals of integer scalars -----------------------------------------------------------
+# An interval is (lo, hi); an end that nothing bounds is None. Each end is derived on its own
+# where it can be (``min(i, n)`` has the upper end of ``n`` whatever the loop index ``i``).
+def _known(*xs) -> bool:
+    return all(x is not None for x in xs)
+
+
 def _interval_binary(fn):
+    """A rule that needs both operands' whole intervals."""
     def rule(ctx, eqn):
         (a_lo, a_hi), (b_lo, b_hi) = (ctx.interval(a) for a in eqn.invars)
-        if None in (a_lo, a_hi, b_lo, b_hi):
+        if not _known(a_lo, a_hi, b_lo, b_hi):
             return None, None
         return fn(a_lo, a_hi, b_lo, b_hi)
     return rule
@@ -236,19 +275,43 @@ def _div_interval(a_lo, a_hi, b_lo, b_hi):
     return min(c), max(c)
 
 
-interval_rules[P.add_p] = _interval_binary(lambda al, ah, bl, bh: (al + bl, ah + bh))
-interval_rules[P.sub_p] = _interval_binary(lambda al, ah, bl, bh: (al - bh, ah - bl))
+def _add_interval(ctx, eqn):
+    (al, ah), (bl, bh) = (ctx.interval(a) for a in eqn.invars)
+    return (al + bl if _known(al, bl) else None), (ah + bh if _known(ah, bh) else None)
+
+
+def _sub_interval(ctx, eqn):
+    (al, ah), (bl, bh) = (ctx.interval(a) for a in eqn.invars)
+    return (al - bh if _known(al, bh) else None), (ah - bl if _known(ah, bl) else None)
+
+
+def _max_interval(ctx, eqn):
+    """At least the larger known lower end; at most the larger upper end if both are known."""
+    (al, ah), (bl, bh) = (ctx.interval(a) for a in eqn.invars)
+    lows = [x for x in (al, bl) if x is not None]
+    return (max(lows) if lows else None), (max(ah, bh) if _known(ah, bh) else None)
+
+
+def _min_interval(ctx, eqn):
+    """At most the smaller known upper end; at least the smaller lower end if both are known."""
+    (al, ah), (bl, bh) = (ctx.interval(a) for a in eqn.invars)
+    highs = [x for x in (ah, bh) if x is not None]
+    return (min(al, bl) if _known(al, bl) else None), (min(highs) if highs else None)
+
+
+interval_rules[P.add_p] = _add_interval
+interval_rules[P.sub_p] = _sub_interval
 interval_rules[P.mul_p] = _interval_binary(_mul_interval)
 interval_rules[P.div_p] = _interval_binary(_div_interval)
-interval_rules[P.max_p] = _interval_binary(lambda al, ah, bl, bh: (max(al, bl), max(ah, bh)))
-interval_rules[P.min_p] = _interval_binary(lambda al, ah, bl, bh: (min(al, bl), min(ah, bh)))
+interval_rules[P.max_p] = _max_interval
+interval_rules[P.min_p] = _min_interval
 interval_rules[P.rem_p] = _interval_binary(
     lambda al, ah, bl, bh: (None, None) if bl <= 0 else ((0 if al >= 0 else -(bh - 1)), bh - 1))
 
 
 def _neg_interval(ctx, eqn):
     lo, hi = ctx.interval(eqn.invars[0])
-    return (None, None) if lo is None else (-hi, -lo)
+    return (None if hi is None else -hi), (None if lo is None else -lo)
 
 
 def _same_interval(ctx, eqn):
@@ -257,15 +320,14 @@ def _same_interval(ctx, eqn):
 
 def _select_interval(ctx, eqn):
     cases = [ctx.interval(a) for a in eqn.invars[1:]]
-    if any(lo is None or hi is None for lo, hi in cases):
-        return None, None
-    return min(lo for lo, _ in cases), max(hi for _, hi in cases)
+    lows, highs = [lo for lo, _ in cases], [hi for _, hi in cases]
+    return (min(lows) if _known(*lows) else None), (max(highs) if _known(*highs) else None)
 
 
 def _abs_interval(ctx, eqn):
     lo, hi = ctx.interval(eqn.invars[0])
-    if lo is None:
-        return None, None
+    if not _known(lo, hi):
+        return (0 if lo is None or lo < 0 else lo), None
     return (0 if lo <= 0 <= hi else min(abs(lo), abs(hi))), max(abs(lo), abs(hi))
 
 
@@ -705,6 +767,7 @@ padding_rules[P.scatter_p] = _scatter
 def _nested(ctx, eqn, k, jaxpr, args, pairs):
     """Interpret nested program ``k`` of ``eqn`` on ``args`` in a context of its own."""
     sub = Context()
+    sub.running = ctx.running
     for invar_index, operand_index in pairs[k]:
         lo_hi = ctx.interval(eqn.invars[operand_index])
         if lo_hi != (None, None):
@@ -718,13 +781,25 @@ def _fixed_carries(eqn):
         raise NotPaddable(f"{eqn.primitive} whose carried sizes change")
 
 
+def _gated_upper(ctx, lower, upper):
+    """A loop's upper bound, moved to its lower one (no iteration) once a resizing loop before
+    it has stopped early: its operands are unfinished values, on which it might not end."""
+    if ctx.running is None:
+        return upper
+    return lax.select(ctx.running, _i64(upper), _i64(lower))
+
+
 def _for_loop(ctx, eqn, *ops):
     from ..control_flow.binders import bind_for_loop
     from ..control_flow.primitives import fixed_inputs
+    if eqn.params.get("nimplicit"):
+        return _resizing_loop(ctx, eqn, *ops)
     _fixed_carries(eqn)
     p = eqn.params
     nc, body = p["body_nconsts"], p["body_jaxpr"]
     consts, (lower, upper, step), carries = ops[:nc], ops[nc:nc + 3], list(ops[nc + 4:])
+    if ctx.running is not None:
+        lower, upper = _i64(lower), _gated_upper(ctx, lower, upper)
     pairs = fixed_inputs(eqn)
 
     def step_fn(i, carry):
@@ -735,6 +810,8 @@ def _for_loop(ctx, eqn, *ops):
 def _while_loop(ctx, eqn, *ops):
     from ..control_flow.binders import bind_while_loop
     from ..control_flow.primitives import fixed_inputs
+    if eqn.params.get("nimplicit"):
+        return _resizing_loop(ctx, eqn, *ops)
     _fixed_carries(eqn)
     p = eqn.params
     cc, bc = p["cond_nconsts"], p["body_nconsts"]
@@ -742,7 +819,8 @@ def _while_loop(ctx, eqn, *ops):
     pairs = fixed_inputs(eqn)
 
     def cond_fn(carry):
-        return _nested(ctx, eqn, 0, p["cond_jaxpr"], [*cconsts, *carry], pairs)[0]
+        keep = _nested(ctx, eqn, 0, p["cond_jaxpr"], [*cconsts, *carry], pairs)[0]
+        return keep if ctx.running is None else lax.bitwise_and(keep, ctx.running)
 
     def body_fn(carry):
         return list(_nested(ctx, eqn, 1, p["body_jaxpr"], [*bconsts, *carry], pairs))
@@ -774,7 +852,7 @@ def _scan(ctx, eqn, *ops):
     ys = [lax.broadcast_in_dim(np.zeros((), v.aval.dtype), ctx.padded_shape(v.aval), ())
           for v in eqn.outvars[ncarry:]]
     pairs = fixed_inputs(eqn)
-    n = _i64(length)
+    n = _gated_upper(ctx, np.int64(0), _i64(length))
 
     def step_fn(i, state):
         carry, ys_ = state[:ncarry], state[ncarry:]
@@ -801,96 +879,97 @@ def _control_flow_rules():
 _control_flow_rules()
 
 
-# --- loops whose carried sizes change: run on device within a capacity ----------------------
-class CapacityLoop:
-    """A resizing ``for_loop`` / ``while_loop`` compiled for capacities of its carried sizes.
+# --- loops whose carried sizes change: run on device within capacities ---------------------
+class LoopReport:
+    """Where a padded program reports on one of its resizing loops: the output that says the
+    loop stopped early (an iteration would not fit), the outputs holding the carried sizes
+    that iteration needed, and the capacities the loop was built for."""
 
-    ``closed`` takes the loop's operands (constants at their exact shapes, every integer
-    scalar by value, carried arrays padded to the capacities) and runs iterations on device
-    while the carried sizes fit; it returns the next loop index (for loops), the carried
-    sizes and arrays (padded), whether it stopped because an iteration would not fit, and
-    the sizes that iteration needed. The host grows the capacities and runs it again from
-    there (``program.HostStep``): O(log n) compiles for a loop that grows to n."""
-
-    def __init__(self, closed, carry_shapes, nimplicit, indexed):
-        self.closed = closed
-        self.carry_shapes = carry_shapes
-        self.nimplicit = nimplicit
-        self.indexed = indexed
+    def __init__(self, over: int, needed: Sequence[int], capacities: Sequence[int]):
+        self.over = over
+        self.needed = list(needed)
+        self.capacities = tuple(capacities)
 
 
-def pad_resizing_loop(eqn, invals: Sequence[Any], caps: Sequence[int]) -> CapacityLoop:
-    """The capacity program of a resizing loop equation for concrete operands ``invals`` and
-    capacities ``caps`` (one per implicit carried size). Raises NotPaddable."""
+def _resizing_loop(ctx, eqn, *ops):
+    """A ``for_loop`` / ``while_loop`` whose carried sizes change, run on device within a
+    capacity per carried size (``ctx.capacities[id(eqn)]``, set by ``capacity.CapacityProgram``
+    for the loops at the top level of a program; elsewhere such a loop is not paddable).
+
+    The carried arrays live in buffers of the capacities. The loop's condition also asks
+    whether the next iteration's sizes fit, so that the body may assume they do: its arrays
+    keep their buffers and are updated in place. When an iteration would not fit, the loop
+    stops and ``ctx.running`` turns false, so that no loop after it runs on its unfinished
+    values; the program reports the loop (``ctx.reports``), and the host runs it again with
+    larger capacities."""
     from ..control_flow.binders import bind_while_loop
-    from ..control_flow.primitives import for_loop_p, while_loop_p
-    from ..tracing import trace_flat
+    from ..control_flow.primitives import fixed_inputs, for_loop_p
+    from ..core.staging import live_equations
+    requested = ctx.capacities.get(id(eqn))
+    if requested is None:
+        raise NotPaddable(f"{eqn.primitive} whose carried sizes change, inside other control flow")
     p = eqn.params
     ni = p["nimplicit"]
-    if eqn.primitive is for_loop_p:
+    indexed = eqn.primitive is for_loop_p
+    if indexed:
         if p.get("apply_reverse_transform"):
             raise NotPaddable("a reversed for_loop")
         nc = p["body_nconsts"]
-        first_carry = nc + 4 + ni          # operands: consts, lower, upper, step, i0, dims, carries
+        first_dim = nc + 4                # operands: consts, lower, upper, step, i0, dims, carries
         body, cond = p["body_jaxpr"], None
-        body_dims0 = nc + 1                # body invars: consts, i, dims, carries
-    elif eqn.primitive is while_loop_p:
-        cc, nc = p["cond_nconsts"], p["body_nconsts"]
-        first_carry = cc + nc + ni         # operands: cond consts, body consts, dims, carries
-        body, cond = p["body_jaxpr"], p["cond_jaxpr"]
-        body_dims0 = nc
+        body_pairs, body_dims0 = fixed_inputs(eqn)[0], nc + 1   # body: consts, i, dims, carries
     else:
-        raise NotPaddable(f"{eqn.primitive} is not a loop")
-    first_dim = first_carry - ni
+        cc, nc = p["cond_nconsts"], p["body_nconsts"]
+        first_dim = cc + nc                # operands: cond consts, body consts, dims, carries
+        body, cond = p["body_jaxpr"], p["cond_jaxpr"]
+        cond_pairs, body_pairs = fixed_inputs(eqn)
+        body_dims0 = nc
+    first_carry = first_dim + ni
+    # a capacity holds at least the initial sizes' bound: the initial buffers fit
+    caps = []
+    for k in range(ni):
+        hi = ctx.interval(eqn.invars[first_dim + k])[1]
+        if hi is None:
+            raise NotPaddable(f"no bound for the initial size {k} of a resizing loop")
+        caps.append(max(int(requested[k]), int(hi)))
 
-    def intervals_for(ctx, jx, k0, consts_ops, dims_at):
-        """Intervals of a nested program's invars: its constants exact (from ``invals``), the
+    def context(jx, pairs, dims_at, clip=None):
+        """A context for a nested program: the intervals its fixed inputs have outside, the
         carried sizes within the capacities."""
-        for v, j in zip(jx.invars[:len(consts_ops)], consts_ops):
-            if _is_int_scalar(v):
-                ctx.intervals[id(v)] = (int(invals[j]), int(invals[j]))
+        sub = Context(clip)
+        sub.running = ctx.running
+        for invar_index, operand_index in pairs:
+            lo_hi = ctx.interval(eqn.invars[operand_index])
+            if lo_hi != (None, None):
+                sub.intervals[id(jx.invars[invar_index])] = lo_hi
         for k in range(ni):
-            ctx.intervals[id(jx.invars[dims_at + k])] = (0, caps[k])
+            sub.intervals[id(jx.invars[dims_at + k])] = (0, caps[k])
+        return sub
 
-    # the carried arrays' padded shapes: their dims are carried sizes or constants
-    shape_ctx = Context()
-    body_consts = list(range(nc)) if cond is None else list(range(p["cond_nconsts"], p["cond_nconsts"] + nc))
-    intervals_for(shape_ctx, body, 0, body_consts, body_dims0)
     carry_invars = body.invars[body_dims0 + ni:]
-    carry_shapes = [shape_ctx.padded_shape(v.aval) for v in carry_invars]
-
-    in_type = []
-    for j, (a, x) in enumerate(zip(eqn.invars, invals)):
-        if j >= first_carry:
-            shape = carry_shapes[j - first_carry]
-        else:
-            shape = np.shape(x)
-        in_type.append((ShapedArray(tuple(shape), a.aval.dtype), True))
-
-    from ..core.staging import live_equations
+    carry_shapes = [context(body, body_pairs, body_dims0).padded_shape(v.aval) for v in carry_invars]
     dim_outs = body.outvars[:ni]
     sizes_only = Jaxpr([], list(body.invars), live_equations(body.eqns, dim_outs), list(dim_outs))
     clip = {id(v): c for v, c in zip(dim_outs, caps) if not isinstance(v, Literal)}
+    consts = ops[:nc] if indexed else ops[cc:cc + nc]
 
-    def body_args(ops_consts, i, dims, carries):
-        return list(ops_consts) + ([i] if cond is None else []) + list(dims) + list(carries)
+    def body_args(i, dims, carries):
+        return list(consts) + ([i] if indexed else []) + list(dims) + list(carries)
 
-    def next_sizes(ops_consts, i, dims, carries):
-        """The carried sizes the next iteration makes (only the equations they need)."""
-        sub = Context()
-        intervals_for(sub, body, 0, body_consts, body_dims0)
-        new_dims = [_i64(d) for d in interpret(sub, sizes_only, [], body_args(ops_consts, i, dims, carries))]
+    def next_sizes(i, dims, carries):
+        """The carried sizes the next iteration makes (only the equations they need), and
+        whether they fit."""
+        sub = context(body, body_pairs, body_dims0)
+        new_dims = [_i64(d) for d in interpret(sub, sizes_only, [], body_args(i, dims, carries))]
         fits = np.bool_(True)
         for d, c in zip(new_dims, caps):
             fits = lax.bitwise_and(fits, lax.le(d, np.int64(c)))
         return fits, new_dims
 
-    def run_body(ops_consts, i, dims, carries):
+    def run_body(i, dims, carries):
         """The next iteration's carried values, knowing that their sizes fit: the sizes'
         bounds are the capacities, so the arrays stay in their buffers."""
-        sub = Context(clip)
-        intervals_for(sub, body, 0, body_consts, body_dims0)
-        outs = interpret(sub, body, [], body_args(ops_consts, i, dims, carries))
+        outs = interpret(context(body, body_pairs, body_dims0, clip), body, [], body_args(i, dims, carries))
         resized = []
         for x, shape in zip(outs[ni:], carry_shapes):
             for ax, length in enumerate(shape):
@@ -898,53 +977,54 @@ def pad_resizing_loop(eqn, invals: Sequence[Any], caps: Sequence[int]) -> Capaci
             resized.append(x)
         return [_i64(d) for d in outs[:ni]], resized
 
-    def run(*ops):
-        carries0 = list(ops[first_carry:])
-        dims0 = [_i64(d) for d in ops[first_dim:first_carry]]
-        # The loop's condition also asks whether the next iteration's sizes fit the
-        # capacities (a scalar computation), so that the body may assume they do: its arrays
-        # keep their buffers and are updated in place. After the loop, the host learns
-        # whether it stopped early (``over``) and what the next iteration needs.
-        if cond is None:
-            consts = ops[:nc]
-            lower, upper, step, i0 = (_i64(v) for v in ops[nc:nc + 4])
+    def gated(pred):
+        return pred if ctx.running is None else lax.bitwise_and(pred, ctx.running)
 
-            def ahead(i):
-                return lax.select(lax.gt(step, np.int64(0)), lax.lt(i, upper), lax.gt(i, upper))
+    dims0 = [_i64(d) for d in ops[first_dim:first_carry]]
+    carries0 = []
+    for x, shape in zip(ops[first_carry:], carry_shapes):
+        for ax, length in enumerate(shape):
+            x = _resize_axis(x, ax, length)
+        carries0.append(x)
+    if indexed:
+        lower, upper, step, i0 = (_i64(v) for v in ops[nc:nc + 4])
 
-            def keep_going(st):
-                i, dims, carries = st[0], st[1:1 + ni], st[1 + ni:]
-                return lax.bitwise_and(ahead(i), next_sizes(consts, i, dims, carries)[0])
+        def ahead(i):
+            return lax.select(lax.gt(step, np.int64(0)), lax.lt(i, upper), lax.gt(i, upper))
 
-            def step_fn(st):
-                i, dims, carries = st[0], st[1:1 + ni], st[1 + ni:]
-                new_dims, new_carries = run_body(consts, i, dims, carries)
-                return [lax.add(i, step)] + new_dims + new_carries
-            out = bind_while_loop(keep_going, step_fn, [i0] + dims0 + carries0, True)
-            i, dims, carries = out[0], out[1:1 + ni], out[1 + ni:]
-            over = ahead(i)
-            needed = next_sizes(consts, i, dims, carries)[1]
-            return [i, over] + list(dims) + list(needed) + list(carries), None
-        cconsts = ops[:p["cond_nconsts"]]
-        bconsts = ops[p["cond_nconsts"]:p["cond_nconsts"] + nc]
+        def keep_going(st):
+            i, dims, carries = st[0], st[1:1 + ni], st[1 + ni:]
+            return gated(lax.bitwise_and(ahead(i), next_sizes(i, dims, carries)[0]))
+
+        def step_fn(st):
+            i, dims, carries = st[0], st[1:1 + ni], st[1 + ni:]
+            new_dims, new_carries = run_body(i, dims, carries)
+            return [lax.add(i, step)] + new_dims + new_carries
+        out = bind_while_loop(keep_going, step_fn, [i0] + dims0 + carries0, True)
+        i, dims, carries = out[0], out[1:1 + ni], out[1 + ni:]
+        over = ahead(i)
+    else:
+        cconsts = ops[:cc]
 
         def wanted(dims, carries):
-            sub = Context()
-            intervals_for(sub, cond, 0, list(range(p["cond_nconsts"])), p["cond_nconsts"])
+            sub = context(cond, cond_pairs, cc)
             return interpret(sub, cond, [], list(cconsts) + list(dims) + list(carries))[0]
 
         def keep_going(st):
             dims, carries = st[:ni], st[ni:]
-            return lax.bitwise_and(wanted(dims, carries), next_sizes(bconsts, None, dims, carries)[0])
+            return gated(lax.bitwise_and(wanted(dims, carries), next_sizes(None, dims, carries)[0]))
 
         def step_fn(st):
-            new_dims, new_carries = run_body(bconsts, None, st[:ni], st[ni:])
+            new_dims, new_carries = run_body(None, st[:ni], st[ni:])
             return new_dims + new_carries
         out = bind_while_loop(keep_going, step_fn, dims0 + carries0, True)
-        dims, carries = out[:ni], out[ni:]
+        i, dims, carries = None, out[:ni], out[ni:]
         over = wanted(dims, carries)
-        needed = next_sizes(bconsts, None, dims, carries)[1]
-        return [np.int64(0), over] + list(dims) + list(needed) + list(carries), None
-
-    closed, _ = trace_flat(run, in_type)
-    return CapacityLoop(closed, carry_shapes, ni, cond is None)
+    over = gated(over)   # a loop after one that stopped early did not run: not its fault
+    needed = next_sizes(i, dims, carries)[1]
+    ctx.reports.append((over, needed, tuple(caps)))
+    ctx.running = lax.bitwise_not(over) if ctx.running is None else lax.bitwise_and(ctx.running,
+                                                                                  lax.bitwise_not(over))
+    for v, c in zip(eqn.outvars[:ni], caps):   # the results' sizes lie within the capacities
+        ctx.clip[id(v)] = c
+    return list(dims) + list(carries)

@@ -25,6 +25,7 @@ from ..core.primitive import impl_rules
 from . import explain
 from .analysis import _FOLDABLE, dims_of, foldable_vars, is_scalar, needed_vars, statically_compilable
 from .lru import BoundedCache
+from .padded_runs import CapacityProgram, PaddedRun, compile_padded, jaxpr_of_equation, resizing_loops
 from .size_checks import check_sizes
 
 
@@ -197,7 +198,7 @@ class Segment:
         program = pad_jaxpr(self.jaxpr, self.consts, dict(zip(self.baked, bounds)))
         explain.maybe(explain.recompiles, lambda: explain.bucket_reason(
             bounds, values, self.describe_input, self.baked, old))
-        exe, text = _compile_padded(self.stats, program.closed)
+        exe, text = compile_padded(self.stats, program.closed)
         return PaddedRun(program, exe, text)
 
     def _first_padded_call(self, args):
@@ -252,50 +253,6 @@ class Segment:
         return exe
 
 
-def _compile_padded(stats: Stats, closed: ClosedJaxpr):
-    """Lower a padded (static-shape) program and compile it, through the disk cache; returns
-    the executable and the module text."""
-    from .. import runtime
-    from ..lowering import module_text
-    text = module_text(closed)
-    stats.lowerings += 1
-    exe, hit = runtime.compile_cached(text, return_hit=True)
-    if hit:
-        stats.disk_hits += 1
-    else:
-        stats.padded_compilations += 1
-    return exe, text
-
-
-class PaddedRun:
-    """A bucket's padded executable: pads the inputs, runs, cuts each result to its size."""
-
-    def __init__(self, program, exe, text):
-        self.program = program
-        self.exe = exe
-        self.text = text   # the static module (introspection: f.mlir_specialized)
-
-    def __call__(self, args: Sequence[Any]) -> List[np.ndarray]:
-        p = self.program
-        inputs = []
-        for x, shape, aval in zip(args, p.in_shapes, p.in_avals):
-            if shape is None:
-                inputs.append(np.asarray(x, aval.dtype))
-            elif np.shape(x) == shape:
-                inputs.append(x)
-            else:
-                buf = np.zeros(shape, aval.dtype)
-                buf[tuple(slice(0, n) for n in np.shape(x))] = x
-                inputs.append(buf)
-        outs = self.exe(*inputs)
-        results = []
-        for k, dims in enumerate(p.out_dims):
-            o = outs[k]
-            cut = tuple(slice(0, d if isinstance(d, int) else int(outs[d[0]])) for d in dims)
-            results.append(np.ascontiguousarray(o[cut]) if cut else o)
-        return results
-
-
 def _host_sizes(jaxpr: Jaxpr, baked: Sequence[Var]):
     """Integer scalars computed from the baked inputs (sizes, slice bounds, ...) are computed
     on the host and baked as well: the lowered jaxpr takes them as extra trailing inputs
@@ -347,26 +304,35 @@ def _owned(x: np.ndarray, borrowed: Sequence[np.ndarray]) -> np.ndarray:
     return x
 
 
-#: how much a capacity loop's capacities grow when an iteration does not fit
-GROWTH = 4
-
-
 class HostStep:
     """A control-flow equation driven from the host.
 
-    A loop whose carried sizes change runs on device where it can: a ``CapacityLoop``
-    executable (``padding.pad_resizing_loop``) runs iterations while the carried arrays fit
-    their capacities, and the host doubles the capacities (recompiling once per doubling)
-    when one would not. Otherwise the host runs every iteration itself."""
+    A loop whose carried sizes change runs on device where it can, in capacity executables
+    (``padded_runs.CapacityProgram`` of a program made of this one equation); otherwise
+    (and with ``DYNJAX_TIERS=exact``) the host runs every iteration itself, each as a
+    ``Program`` of its own.
+
+    ``inputs``: the variables to pass to ``run``, the equation's operands then the sizes
+    their types use."""
 
     def __init__(self, eqn, stats: Stats):
         self.eqn = eqn
         self.stats = stats
         self.programs: Dict[int, "Program"] = {}
         self._lock = threading.Lock()
-        self.capacity_loops = BoundedCache(stats.cache_size)
-        self.capacity_hints = BoundedCache(stats.cache_size)
-        self.on_device = eqn.params.get("nimplicit", 0) > 0
+        operand_ids = {id(a) for a in eqn.invars}
+        extra = []
+        for a in eqn.invars:
+            for d in dims_of(a.aval):
+                if id(d) not in operand_ids and all(d is not x for x in extra):
+                    extra.append(d)
+        self.inputs = list(eqn.invars) + extra
+        self.capacity = None
+        if eqn.params.get("nimplicit", 0) > 0:
+            sub = jaxpr_of_equation(eqn, extra)
+            position = {id(a): k for k, a in enumerate(self.inputs)}
+            self._capacity_args = [position[id(v)] for v in sub.invars]
+            self.capacity = CapacityProgram(sub, [], stats)
 
     def program(self, jaxpr: Jaxpr) -> "Program":
         p = self.programs.get(id(jaxpr))
@@ -382,10 +348,11 @@ class HostStep:
         from . import tiers
         self.stats.host_steps += 1
         eqn, p = self.eqn, self.eqn.params
-        if self.on_device and tiers.policy() != "exact":
-            outs = self._run_on_device(invals)
+        if self.capacity is not None and tiers.policy() != "exact":
+            outs = self.capacity.run([invals[k] for k in self._capacity_args])
             if outs is not None:
                 return outs
+        invals = invals[:len(eqn.invars)]
         if eqn.primitive is for_loop_p:
             nc = p["body_nconsts"]
             consts = invals[:nc]
@@ -430,84 +397,6 @@ class HostStep:
             return carries + stacked
         return impl_rules[eqn.primitive](*invals, **p)
 
-    def _run_on_device(self, invals: List[Any]) -> Optional[List[Any]]:
-        """Run a resizing loop in capacity executables; None when it cannot be padded."""
-        from .padding import NotPaddable, bucket
-        eqn = self.eqn
-        ni, first_dim, first_carry, int_fixed, out_dims = self._layout
-        fixed = invals[:first_dim]
-        dims = [int(v) for v in invals[first_dim:first_carry]]
-        carries = invals[first_carry:]
-        if any(d < 0 for d in dims):
-            return None
-        signature = (tuple([np.shape(x) for x in fixed]), tuple([int(fixed[j]) for j in int_fixed]))
-        # start from the capacities the last run with these operands ended with (a hint:
-        # any capacities give the same results)
-        hint = self.capacity_hints.get(signature)
-        caps = [max(bucket(d), h) for d, h in zip(dims, hint)] if hint else [bucket(d) for d in dims]
-        head = list(fixed)
-        while True:
-            key = (tuple(caps),) + signature
-            loop = self.capacity_loops.get(key)
-            if loop is None:
-                try:
-                    loop = self.capacity_loops.get_or_fill(key, lambda: self._build_capacity_loop(invals, caps))
-                except NotPaddable:
-                    self.on_device = False
-                    return None
-            loop, exe = loop
-            padded = []
-            for x, shape in zip(carries, loop.carry_shapes):
-                if np.shape(x) != shape:
-                    x = np.asarray(x)
-                    buf = np.zeros(shape, x.dtype)
-                    buf[tuple([slice(0, n) for n in x.shape])] = x
-                    x = buf
-                padded.append(x)
-            outs = exe(*head, *[np.int64(d) for d in dims], *padded)
-            self.stats.padded_runs += 1
-            dims = [int(d) for d in outs[2:2 + ni]]
-            carries = []
-            for x, axes in zip(outs[2 + 2 * ni:], out_dims):
-                # an axis is a carried size (its index among them) or keeps its length
-                cut = tuple([slice(0, dims[k] if k is not None else x.shape[ax]) for ax, k in enumerate(axes)])
-                carries.append(np.ascontiguousarray(x[cut]) if cut else x)
-            if not bool(outs[1]):
-                self.capacity_hints.put(signature, tuple(caps))
-                return [np.int64(d) for d in dims] + carries
-            if loop.indexed:   # resume the for_loop at the iteration that did not fit
-                head[eqn.params["body_nconsts"] + 3] = np.int64(outs[0])
-            # grow fourfold: log4(n) compiles for a loop that grows to n
-            needed = [int(d) for d in outs[2 + ni:2 + 2 * ni]]
-            caps = [max(GROWTH * c, bucket(n)) if n > c else c for c, n in zip(caps, needed)]
-
-    @property
-    def _layout(self):
-        """Where the operands and results of the loop equation are (computed once)."""
-        layout = self.__dict__.get("_layout_value")
-        if layout is None:
-            eqn = self.eqn
-            ni = eqn.params["nimplicit"]
-            first_carry = len(eqn.invars) - (len(eqn.outvars) - ni)
-            first_dim = first_carry - ni
-            # the integer constants of the nested programs: their values bound sizes there, so
-            # the executable is keyed by them (a for_loop's bounds, step and start are not)
-            nconsts = eqn.params["body_nconsts"] if "cond_jaxpr" not in eqn.params else first_dim
-            int_fixed = [j for j, v in enumerate(eqn.invars[:nconsts])
-                         if v.aval.shape == () and np.issubdtype(v.aval.dtype, np.integer)]
-            position = {id(v): k for k, v in enumerate(eqn.outvars[:ni])}
-            out_dims = [[position.get(id(d)) if not isinstance(d, int) else None for d in v.aval.shape]
-                        for v in eqn.outvars[ni:]]
-            layout = self.__dict__["_layout_value"] = (ni, first_dim, first_carry, int_fixed, out_dims)
-        return layout
-
-    def _build_capacity_loop(self, invals, caps):
-        from .padding import pad_resizing_loop
-        loop = pad_resizing_loop(self.eqn, invals, caps)
-        explain.maybe(explain.recompiles, lambda: f"compile a {self.eqn.primitive} whose carried sizes change, "
-                      f"for capacities {list(caps)}")
-        return loop, _compile_padded(self.stats, loop.closed)[0]
-
 
 class Program:
     """A jaxpr planned into segments and host steps; ``run(args)`` gives its outputs."""
@@ -521,6 +410,9 @@ class Program:
         self.steps = self._plan()
         self.single = self.steps[0] if len(self.steps) == 1 and isinstance(self.steps[0], Segment) \
             and self.steps[0].jaxpr is jaxpr else None
+        # a program with resizing loops runs as one padded executable where it can
+        self.capacity = CapacityProgram(jaxpr, consts, self.stats, describe_input) \
+            if self.single is None and resizing_loops(jaxpr) else None
 
     def _plan(self):
         jx = self.jaxpr
@@ -604,6 +496,12 @@ class Program:
     def run(self, args: Sequence[Any]) -> List[Any]:
         if self.single is not None:
             return self.single.run(args)
+        borrowed = [x for x in list(args) + self.consts if isinstance(x, np.ndarray)]
+        if self.capacity is not None:
+            from . import tiers
+            outs = self.capacity.run(args) if tiers.policy() != "exact" else None
+            if outs is not None:
+                return [_owned(np.asarray(x), borrowed) for x in outs]
         jx = self.jaxpr
         env: Dict[int, Any] = {}
         for v, c in zip(jx.constvars, self.consts):
@@ -618,11 +516,10 @@ class Program:
                 outs = step.run([read(v) for v in step.jaxpr.invars])
                 outvars = step.jaxpr.outvars
             else:
-                outs = step.run([read(a) for a in step.eqn.invars])
+                outs = step.run([read(a) for a in step.inputs])
                 outvars = step.eqn.outvars
             for v, x in zip(outvars, outs):
                 env[id(v)] = x
-        borrowed = [x for x in list(args) + self.consts if isinstance(x, np.ndarray)]
         return [_owned(np.asarray(read(a)), borrowed) for a in jx.outvars]
 
     # --- introspection for qjit ------------------------------------------------------------

@@ -1,0 +1,194 @@
+"""Running padded programs: a size bucket's executable, and programs with resizing loops.
+
+``PaddedRun`` is one compiled padded program (``padding.pad_jaxpr``): it pads the inputs to
+the program's shapes, runs it, and cuts each result to its logical size.
+
+``CapacityProgram`` runs a whole program whose loops change the sizes of what they carry
+(``allow_array_resizing``) as *one* padded executable: such a loop's carried arrays live in
+buffers of a capacity per carried size, and the loop runs on device while the next
+iteration fits (``padding._resizing_loop``). When an iteration would not fit, the program
+reports it; the host grows that loop's capacities fourfold and runs the program again. A
+loop growing to ``n`` elements thus costs ``log4(n)`` compiles the first time; the
+capacities that sufficed are remembered, so later calls run once, with no host round trip.
+"""
+from __future__ import annotations
+
+from typing import Any, List, Optional, Sequence
+
+import numpy as np
+
+from ..core.jaxpr import ClosedJaxpr, Jaxpr
+from . import explain
+from .analysis import needed_vars
+from .lru import BoundedCache
+from .size_checks import check_sizes
+
+#: how much a resizing loop's capacities grow when an iteration does not fit
+GROWTH = 4
+
+
+def compile_padded(stats, closed: ClosedJaxpr):
+    """Lower a padded (static-shape) program and compile it, through the disk cache; returns
+    the executable and the module text."""
+    from .. import runtime
+    from ..lowering import module_text
+    text = module_text(closed)
+    stats.lowerings += 1
+    exe, hit = runtime.compile_cached(text, return_hit=True)
+    if hit:
+        stats.disk_hits += 1
+    else:
+        stats.padded_compilations += 1
+    return exe, text
+
+
+class CapacityExceeded(Exception):
+    """A padded program's resizing loop ``loop`` stopped early: its next iteration needed the
+    carried sizes ``needed``, beyond the ``capacities`` it was built for."""
+
+    def __init__(self, loop: int, needed: List[int], capacities):
+        super().__init__(loop, needed)
+        self.loop = loop
+        self.needed = needed
+        self.capacities = capacities
+
+
+class PaddedRun:
+    """A compiled padded program: pads the inputs, runs, cuts each result to its size."""
+
+    def __init__(self, program, exe, text):
+        self.program = program
+        self.exe = exe
+        self.text = text   # the static module (introspection: f.mlir_specialized)
+
+    def __call__(self, args: Sequence[Any]) -> List[np.ndarray]:
+        p = self.program
+        inputs = []
+        for x, shape, aval in zip(args, p.in_shapes, p.in_avals):
+            if shape is None:
+                inputs.append(np.asarray(x, aval.dtype))
+            elif type(x) is np.ndarray and x.shape == shape and x.dtype == aval.dtype:
+                inputs.append(x)
+            else:
+                buf = np.zeros(shape, aval.dtype)
+                buf[tuple(slice(0, n) for n in np.shape(x))] = x
+                inputs.append(buf)
+        outs = self.exe.call_exact(inputs)
+        meta = outs[-1].tolist() if p.has_meta else None
+        for k, loop in enumerate(p.loops):
+            if meta[loop.over]:
+                raise CapacityExceeded(k, [meta[j] for j in loop.needed], loop.capacities)
+        results = []
+        for at, m, dims in zip(p.out_index, p.out_meta, p.out_dims):
+            if at is None:
+                results.append(np.asarray(meta[m], np.int64))
+                continue
+            o = outs[at]
+            cut = tuple([slice(0, d if d.__class__ is int else meta[d[0]]) for d in dims])
+            results.append(np.ascontiguousarray(o[cut]) if cut else o)
+        return results
+
+
+def _is_int_scalar(v) -> bool:
+    return v.aval.shape == () and np.issubdtype(v.aval.dtype, np.integer)
+
+
+def resizing_loops(jaxpr: Jaxpr) -> List[Any]:
+    """The equations of ``jaxpr`` (top level) that are loops changing their carried sizes."""
+    return [e for e in jaxpr.eqns if e.params.get("nimplicit")]
+
+
+class CapacityProgram:
+    """A program with resizing loops at its top level, run as one padded executable per size
+    bucket of its integer inputs and capacities of its loops (see the module docstring).
+
+    ``run(args)`` returns the outputs, or None when the program cannot run padded (then it
+    never tries again, and the caller runs it step by step)."""
+
+    def __init__(self, jaxpr: Jaxpr, consts: Sequence[Any], stats, describe_input=None):
+        self.jaxpr = jaxpr
+        self.consts = list(consts)
+        self.stats = stats
+        self.describe_input = describe_input or (lambda i: f"input {i}")
+        need = needed_vars(jaxpr)
+        # the integer inputs that are sizes: bounded by their bucket in the padded program
+        self.sized = [i for i, v in enumerate(jaxpr.invars) if _is_int_scalar(v) and id(v) in need]
+        self.loops = resizing_loops(jaxpr)
+        self.runs = BoundedCache(stats.cache_size)      # (buckets, capacities) -> PaddedRun
+        self.hints = BoundedCache(stats.cache_size)     # buckets -> the capacities that sufficed
+        self.checked = BoundedCache(stats.cache_size)   # sizes whose host checks passed
+        self.usable = True
+
+    def run(self, args: Sequence[Any]) -> Optional[List[Any]]:
+        from .padding import MIN_BUCKET, NotPaddable, bucket
+        values = tuple([int(args[i]) for i in self.sized])
+        if not self.usable or any(v < 0 for v in values):
+            return None
+        if values not in self.checked:
+            self._check(values)
+            self.checked.put(values, True)
+        bounds = tuple([bucket(v) for v in values])
+        caps = self.hints.get(bounds)
+        if caps is None:
+            caps = tuple([(MIN_BUCKET,) * e.params["nimplicit"] for e in self.loops])
+        while True:
+            key = (bounds, caps)
+            run = self.runs.get(key)
+            if run is None:
+                try:
+                    run = self.runs.get_or_fill(key, lambda: self._build(bounds, caps))
+                except NotPaddable as e:
+                    self.usable = False
+                    explain.maybe(explain.tiers, lambda: f"a program with resizing loops runs step by step: {e}")
+                    return None
+            try:
+                outs = run(args)
+            except CapacityExceeded as over:
+                caps = self._grown(caps, over)
+                continue
+            self.stats.padded_runs += 1
+            if self.hints.get(bounds) != caps:
+                self.hints.put(bounds, caps)
+            return outs
+
+    def _grown(self, caps, over: CapacityExceeded):
+        """The capacities after loop ``over.loop`` stopped early: the sizes it did not have
+        room for grow fourfold, at least to the bucket of what the iteration needed. (Later
+        loops ran on unfinished values; they keep theirs until their own turn.)"""
+        from .padding import bucket
+        built = over.capacities
+        grown = tuple([max(GROWTH * c, bucket(n)) if n > c else c for c, n in zip(built, over.needed)])
+        if grown == built:   # cannot happen: the loop stops only when something does not fit
+            raise RuntimeError("dynjax: a resizing loop stopped early although its sizes fit")
+        explain.maybe(explain.recompiles, lambda: f"{self.loops[over.loop].primitive} #{over.loop} needs "
+                      f"sizes {over.needed}: grow its capacities {list(built)} to {list(grown)}")
+        return caps[:over.loop] + (grown,) + caps[over.loop + 1:]
+
+    def _check(self, values):
+        """The host checks an exact compile would make (negative sizes, mismatched reshapes)."""
+        check_sizes(self.jaxpr, {id(self.jaxpr.invars[i]): v for i, v in zip(self.sized, values)},
+                    self.describe_input, {id(self.jaxpr.invars[i]): i for i in self.sized})
+
+    def _build(self, bounds, caps) -> PaddedRun:
+        from .padding import pad_jaxpr
+        program = pad_jaxpr(self.jaxpr, self.consts, dict(zip(self.sized, bounds)),
+                            {id(e): c for e, c in zip(self.loops, caps)})
+        explain.maybe(explain.recompiles, lambda: f"compile a program with {len(self.loops)} resizing "
+                      f"loop(s) for size buckets {list(bounds)} and capacities {[list(c) for c in caps]}")
+        exe, text = compile_padded(self.stats, program.closed)
+        return PaddedRun(program, exe, text)
+
+
+def jaxpr_of_equation(eqn, extra_inputs: Sequence[Any]) -> Jaxpr:
+    """A jaxpr running the one equation ``eqn``: its inputs are the equation's variable
+    operands (each once, in order) and ``extra_inputs`` (sizes its operands' types use)."""
+    from ..core.jaxpr import Var
+    invars: List[Any] = []
+    seen = set()
+    for a in list(extra_inputs) + list(eqn.invars):
+        if isinstance(a, Var) and id(a) not in seen:
+            seen.add(id(a))
+            invars.append(a)
+    invars.sort(key=lambda v: not _is_int_scalar(v))   # sizes before the arrays using them
+    return Jaxpr([], invars, [eqn], list(eqn.outvars))
+

@@ -1,0 +1,165 @@
+"""Programs with resizing loops run as one executable within capacities (padded_runs.py).
+
+Every result is checked against numpy, at trip counts around the capacities (16, 64, 256:
+each overflow makes the host grow the capacities and run the program again)."""
+from __future__ import annotations
+
+import logging
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+import pytest
+
+import dynjax.numpy as jnp
+from dynjax import for_loop, lax, qjit
+
+COUNTS = [0, 1, 14, 15, 16, 17, 63, 64, 65, 100]
+
+
+@pytest.fixture(autouse=True)
+def auto_tier(monkeypatch):
+    monkeypatch.setenv("DYNJAX_TIERS", "auto")
+
+
+def append_halves(n):
+    return for_loop(0, n, 1, allow_array_resizing=True)(
+        lambda i, a: jnp.concatenate([a, jnp.full(1, 0.5)]))(jnp.zeros(1))
+
+
+def test_loops_after_a_loop_that_stopped_early_do_not_run():
+    """The first runs stop the resizing loop at its capacity: a half-integer partial sum,
+    on which the while_loop below would never end. It must not run on it."""
+    @qjit
+    def f(n: int):
+        s = jnp.sum(append_halves(n))
+        steps = lax.while_loop(lambda k: k != s, lambda k: k + 1.0, 0.0)
+        return steps, lax.fori_loop(0, (s * 2).astype(int), lambda i, c: c + 1, 0)
+
+    for n in (100, 2, 40, 1000):
+        steps, count = f(n)
+        assert steps == n / 2 and count == n
+    info = f.cache_info()
+    assert info["host_steps"] == 0 and info["padded_runs"] == 4
+
+
+def test_two_loops_the_second_sized_by_the_first():
+    @qjit
+    def f(n: int):
+        a = for_loop(0, n, 1, allow_array_resizing=True)(
+            lambda i, a: jnp.concatenate([a, (a[-1:] + i) * 1.0]))(jnp.ones(1))
+        b = for_loop(0, a.shape[0], 1, allow_array_resizing=True)(
+            lambda i, b: jnp.concatenate([b, a[i:i + 1] * 2, jnp.full(1, -1.0)]))(jnp.zeros(0))
+        return a, b, jnp.sum(b)
+
+    def ref(n):
+        a = np.ones(1)
+        for i in range(n):
+            a = np.concatenate([a, a[-1:] + i])
+        b = np.zeros(0)
+        for i in range(a.shape[0]):
+            b = np.concatenate([b, a[i:i + 1] * 2, [-1.0]])
+        return a, b, np.sum(b)
+
+    for n in COUNTS:
+        for got, want in zip(f(n), ref(n)):
+            np.testing.assert_array_equal(got, want)
+    assert f.cache_info()["host_steps"] == 0
+
+
+def test_sizes_from_int_arguments_and_dynamic_inputs():
+    """An int argument sizes what the body appends (its bucket bounds it), the input array
+    has a dynamic length, and the code after the loop reduces and reverses its result."""
+    @qjit(abstracted_axes=({0: "m"}, None, None))
+    def f(x, n, k):
+        a = for_loop(0, n, 1, allow_array_resizing=True)(
+            lambda i, a: jnp.concatenate([a, jnp.arange(k) * 1.0 + i]))(x)
+        return a[::-1] * 2, jnp.sum(a), a.shape[0]
+
+    rng = np.random.default_rng(0)
+    for m, n, k in [(0, 0, 0), (1, 3, 2), (5, 16, 1), (17, 4, 9), (3, 30, 5), (40, 1, 70), (0, 5, 0)]:
+        x = rng.integers(-5, 5, size=m).astype(float)
+        want = x
+        for i in range(n):
+            want = np.concatenate([want, np.arange(k) * 1.0 + i])
+        rev, total, length = f(x, n, k)
+        np.testing.assert_array_equal(rev, want[::-1] * 2)
+        assert total == np.sum(want) and length == want.shape[0]
+    assert f.cache_info()["traces"] == 1 and f.cache_info()["host_steps"] == 0
+
+
+def test_while_loop_growing_by_a_data_dependent_amount():
+    """Each iteration appends the elements above a threshold: the size of the next
+    iteration comes from the data."""
+    @qjit(abstracted_axes={0: "n"})
+    def f(x):
+        def body(c):
+            a, t = c
+            return jnp.concatenate([a, a[a > t] - 1.0]), t + 1.0
+        return lax.while_loop(lambda c: c[1] < 6.0, body, (x, 0.0), allow_array_resizing=True)[0]
+
+    rng = np.random.default_rng(1)
+    for n in (0, 1, 3, 8, 20):
+        x = rng.integers(0, 9, size=n).astype(float)
+        a, t = x, 0.0
+        while t < 6.0:
+            a, t = np.concatenate([a, a[a > t] - 1.0]), t + 1.0
+        np.testing.assert_array_equal(f(x), a)
+
+
+def test_resizing_loop_inside_a_loop_runs_step_by_step():
+    """Nested in a fixed loop, a resizing loop is not padded with the program; the outer
+    loop is driven from the host and the inner one still runs within capacities."""
+    @qjit
+    def f(n: int, m: int):
+        def outer(j, total):
+            a = for_loop(0, m + j, 1, allow_array_resizing=True)(
+                lambda i, a: jnp.concatenate([a, a[:1] + i]))(jnp.ones(1))
+            return total + jnp.sum(a)
+        return for_loop(0, n, 1)(outer)(0.0)
+
+    for n, m in [(0, 3), (1, 0), (3, 20), (2, 70)]:
+        want = sum(1.0 + sum(1.0 + i for i in range(m + j)) for j in range(n))
+        assert f(n, m) == want
+
+
+def test_threads_share_capacities_and_get_their_own_values():
+    f = qjit(lambda n: for_loop(0, n, 1, allow_array_resizing=True)(
+        lambda i, a: jnp.concatenate([a, a[-1:] * 0.5 + i]))(jnp.ones(1)))
+
+    def ref(n):
+        a = np.ones(1)
+        for i in range(n):
+            a = np.concatenate([a, a[-1:] * 0.5 + i])
+        return a
+    counts = [0, 1, 15, 16, 17, 200, 63, 64, 65, 500, 3] * 4
+    wants = {n: ref(n) for n in set(counts)}
+    with ThreadPoolExecutor(8) as pool:
+        results = list(pool.map(f, counts))
+    for n, got in zip(counts, results):
+        np.testing.assert_array_equal(got, wants[n])
+    assert f.cache_info()["host_steps"] == 0
+
+
+def test_growth_is_logged_and_the_capacities_are_remembered(caplog):
+    f = qjit(append_halves)
+    with caplog.at_level(logging.INFO, logger="dynjax"):
+        np.testing.assert_array_equal(f(100), np.r_[0.0, np.full(100, 0.5)])
+    grown = [r.getMessage() for r in caplog.records if "grow its capacities" in r.getMessage()]
+    assert grown == ["for_loop #0 needs sizes [17]: grow its capacities [16] to [64]",
+                     "for_loop #0 needs sizes [65]: grow its capacities [64] to [256]"]
+    compiles = f.cache_info()["padded_compilations"] + f.cache_info()["disk_cache_hits"]
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger="dynjax"):
+        for n in (100, 7, 250):
+            np.testing.assert_array_equal(f(n), np.r_[0.0, np.full(n, 0.5)])
+    assert not [r for r in caplog.records if "grow" in r.getMessage()]
+    assert f.cache_info()["padded_compilations"] + f.cache_info()["disk_cache_hits"] == compiles
+
+
+def test_repeated_calls_take_the_fast_path_and_never_alias():
+    f = qjit(append_halves)
+    first = f(20)
+    assert f._fast_plan((20,)) is not None
+    second = f(20)
+    np.testing.assert_array_equal(first, second)
+    assert not np.may_share_memory(first, second)
