@@ -43,13 +43,28 @@ interval_rules: Dict[Any, Callable] = {}
 
 #: the smallest bucket: sizes 0..16 share one executable
 MIN_BUCKET = 16
+#: up to this size the buckets are powers of two; above it, four buckets per octave
+FINE_ABOVE = 256
 
 
 def bucket(n: int) -> int:
-    """The bound of the bucket holding size ``n``: the next power of two, at least MIN_BUCKET."""
+    """The bound of the bucket holding size ``n``: the next power of two, at least MIN_BUCKET,
+    up to FINE_ABOVE; above it the next multiple of an eighth of that power of two, so that
+    a bucket pads by at most 25% (``bucket(513) == 640``, not 1024) where the work, not the
+    number of executables, is what padding costs."""
+    n = int(n)
     if n <= MIN_BUCKET:
         return MIN_BUCKET
-    return 1 << (int(n) - 1).bit_length()
+    power = 1 << (n - 1).bit_length()
+    if power <= FINE_ABOVE:
+        return power
+    step = power // 8
+    return -(-n // step) * step
+
+
+def next_bucket(b: int) -> int:
+    """The bucket after bucket ``b`` (compiled ahead for growing sizes)."""
+    return bucket(b + 1)
 
 
 # --- the interpretation ---------------------------------------------------------------------
@@ -679,8 +694,10 @@ def _write(ctx, buf, piece, axis, offset, m):
     if P == 1:   # a single element: written at its offset unless it is padding
         keep = lax.broadcast_in_dim(lax.gt(_i64(m), np.int64(0)), tuple(lax_shape(piece)), ())
         return lax.dynamic_update_slice(buf, lax.select(keep, piece, window), starts)
-    ext = _resize_axis(lax.rev(piece, (axis,)), axis, 2 * P)     # the piece, P slots to its left
-    ext = lax.rev(ext, (axis,))
+    from ..core.trace import typeof
+    cfg = [(0, 0, 0)] * nd
+    cfg[axis] = (P, 0, 0)
+    ext = lax.pad(piece, np.zeros((), typeof(piece).dtype), tuple(cfg))   # P free slots to its left
     from_ = [np.int64(0)] * nd
     from_[axis] = lax.sub(np.int64(P), shift)
     moved = lax.dynamic_slice(ext, from_, tuple(lax_shape(piece)))

@@ -150,7 +150,7 @@ class Segment:
         background; else the own bucket, compiled now. With ``ahead``, every compile of a
         bucket also queues the next larger one in the background, so growing sizes find
         their program ready."""
-        from .padding import NotPaddable, bucket
+        from .padding import NotPaddable, bucket, next_bucket
         values = [int(args[i]) for i in self.baked]
         if any(v < 0 for v in values):
             return None
@@ -166,7 +166,7 @@ class Segment:
                     return self.padded.get(min(larger, key=lambda b: int(np.prod(b, dtype=np.int64))))
             run = self.padded.get_or_fill(bounds, lambda: self._build_padded(bounds, values))
             if ahead:
-                self._compile_bucket_later(tuple(2 * b for b in bounds), None)
+                self._compile_bucket_later(tuple(next_bucket(b) for b in bounds), None)
             return run
         except NotPaddable:
             self.paddable = False
