@@ -1,6 +1,6 @@
 """Size-generic execution (``execution.tiers``, ``execution.padding``): the padded tier (one
 executable per size bucket) against numpy and against the exact-size tier, bit for bit, at
-sizes 0, 1, the bucket edges (2^k - 1, 2^k, 2^k + 1; 257 and 321 where the buckets get finer)
+sizes 0, 1, the bucket edges (2^k - 1, 2^k, 2^k + 1; 1025 and 1281 where the buckets get finer)
 and random sizes; the automatic policy (padded first, exact once a size recurs, in the
 background); tier switching under threads; fallbacks; DYNJAX_LOG; and the other test modules re-run with the padded tier forced on."""
 from __future__ import annotations
@@ -21,7 +21,7 @@ from dynjax import for_loop, lax, qjit
 from dynjax.execution import tiers
 from dynjax.execution.padding import MIN_BUCKET, bucket, next_bucket
 
-EDGES = [0, 1, 2, 15, 16, 17, 31, 32, 33, 63, 64, 65, 127, 128, 129, 256, 257, 321]
+EDGES = [0, 1, 2, 15, 16, 17, 31, 32, 33, 63, 64, 65, 127, 128, 129, 1025, 1281]
 
 
 def _ints(rng, shape):
@@ -110,12 +110,12 @@ def test_padded_tier_equals_exact_tier_and_numpy(name, fn, make, axes, oracle, t
 
 
 def test_buckets():
-    """Powers of two up to 256, then eight steps per doubling: at most 25% padding."""
-    assert [bucket(n) for n in (0, 1, 16, 17, 32, 33, 256, 257, 320, 321, 513, 1000, 1024, 1025)] == \
-        [MIN_BUCKET, MIN_BUCKET, 16, 32, 32, 64, 256, 320, 320, 384, 640, 1024, 1024, 1280]
+    """Powers of two up to 1024, then eight steps per doubling: at most 25% padding."""
+    assert [bucket(n) for n in (0, 1, 16, 17, 32, 33, 513, 1000, 1024, 1025, 1280, 1281, 100001)] == \
+        [MIN_BUCKET, MIN_BUCKET, 16, 32, 32, 64, 1024, 1024, 1024, 1280, 1280, 1536, 114688]
     for n in range(1, 20000):
         b = bucket(n)
-        assert b >= n and bucket(b) == b and (b <= 256 or b <= 1.25 * n), n
+        assert b >= n and bucket(b) == b and (b <= 1024 or b <= 1.25 * n), n
         assert next_bucket(b) > b and bucket(next_bucket(b)) == next_bucket(b)
 
 

@@ -1,7 +1,7 @@
 """Which executable serves a call: the exact-size one, or the padded one of a size bucket.
 
 Tier 1 (``padded``): one executable per *bucket* of sizes (``padding.bucket``: powers of two
-from 16 to 256, then eight per doubling), built by ``padding.pad_jaxpr``. The first call at a new size in a known bucket
+from 16 to 1024, then eight per doubling), built by ``padding.pad_jaxpr``. The first call at a new size in a known bucket
 compiles nothing: the inputs are padded, the bucket's executable runs, the results are cut.
 
 Tier 2 (``exact``): the executable specialized to the exact sizes (the fastest at steady
