@@ -163,3 +163,27 @@ def test_repeated_calls_take_the_fast_path_and_never_alias():
     second = f(20)
     np.testing.assert_array_equal(first, second)
     assert not np.may_share_memory(first, second)
+
+
+def test_a_program_that_cannot_be_padded_still_runs_its_loop_within_capacities(caplog):
+    """An inverse (a LAPACK call: no padding rule) next to the loop: the program runs step by
+    step, and the loop, which reads an array of the argument's dynamic length, runs as a
+    capacity program of its own (its length an extra input)."""
+    @qjit(abstracted_axes={0: "n"})
+    def f(x):
+        scale = jnp.linalg.inv(jnp.eye(2) * 2.0)[0, 0]
+        return for_loop(0, x.shape[0], 1, allow_array_resizing=True)(
+            lambda i, a: jnp.concatenate([a, a[-1:] + x[i] * scale]))(jnp.zeros(1))
+
+    def ref(x):
+        a = np.zeros(1)
+        for i in range(x.shape[0]):
+            a = np.concatenate([a, a[-1:] + x[i] * 0.5])
+        return a
+    with caplog.at_level(logging.INFO, logger="dynjax"):
+        for n in (0, 1, 16, 17, 70):
+            x = np.arange(n, dtype=float) - 3.0
+            np.testing.assert_array_equal(f(x), ref(x))
+    info = f.cache_info()
+    assert info["host_steps"] == 5 and info["padded_runs"] >= 5
+    assert "runs step by step" in caplog.text
