@@ -153,6 +153,8 @@ def test_growth_is_logged_and_the_capacities_are_remembered(caplog):
         for n in (100, 7, 250):
             np.testing.assert_array_equal(f(n), np.r_[0.0, np.full(n, 0.5)])
     assert not [r for r in caplog.records if "grow" in r.getMessage()]
+    served = [r.getMessage() for r in caplog.records if r.name == "dynjax.tiers"]
+    assert served == ["padded tier, resizing loops at capacities [[256]]"] * 3
     assert f.cache_info()["padded_compilations"] + f.cache_info()["disk_cache_hits"] == compiles
 
 

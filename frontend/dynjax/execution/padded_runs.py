@@ -21,6 +21,7 @@ from ..core.jaxpr import ClosedJaxpr, Jaxpr
 from . import explain
 from .analysis import needed_vars
 from .lru import BoundedCache
+from .padding import MIN_BUCKET, NotPaddable, bucket, pad_jaxpr
 from .size_checks import check_sizes
 
 #: how much a resizing loop's capacities grow when an iteration does not fit
@@ -120,7 +121,6 @@ class CapacityProgram:
         self.usable = True
 
     def run(self, args: Sequence[Any]) -> Optional[List[Any]]:
-        from .padding import MIN_BUCKET, NotPaddable, bucket
         values = tuple([int(args[i]) for i in self.sized])
         if not self.usable or any(v < 0 for v in values):
             return None
@@ -149,13 +149,15 @@ class CapacityProgram:
             self.stats.padded_runs += 1
             if self.hints.get(bounds) != caps:
                 self.hints.put(bounds, caps)
+            explain.maybe(explain.tiers, lambda: "padded tier, resizing loops at capacities "
+                          f"{[list(c) for c in caps]}" + "".join(
+                              f", {self.describe_input(i)} = {v}" for i, v in zip(self.sized, values)))
             return outs
 
     def _grown(self, caps, over: CapacityExceeded):
         """The capacities after loop ``over.loop`` stopped early: the sizes it did not have
         room for grow fourfold, at least to the bucket of what the iteration needed. (Later
         loops ran on unfinished values; they keep theirs until their own turn.)"""
-        from .padding import bucket
         built = over.capacities
         grown = tuple([max(GROWTH * c, bucket(n)) if n > c else c for c, n in zip(built, over.needed)])
         if grown == built:   # cannot happen: the loop stops only when something does not fit
@@ -170,7 +172,6 @@ class CapacityProgram:
                     self.describe_input, {id(self.jaxpr.invars[i]): i for i in self.sized})
 
     def _build(self, bounds, caps) -> PaddedRun:
-        from .padding import pad_jaxpr
         program = pad_jaxpr(self.jaxpr, self.consts, dict(zip(self.sized, bounds)),
                             {id(e): c for e, c in zip(self.loops, caps)})
         explain.maybe(explain.recompiles, lambda: f"compile a program with {len(self.loops)} resizing "

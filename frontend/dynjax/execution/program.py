@@ -22,7 +22,7 @@ import numpy as np
 
 from ..core.jaxpr import ClosedJaxpr, Jaxpr, Literal, Var
 from ..core.primitive import impl_rules
-from . import explain
+from . import explain, tiers
 from .analysis import _FOLDABLE, dims_of, foldable_vars, is_scalar, needed_vars, statically_compilable
 from .lru import BoundedCache
 from .padded_runs import CapacityProgram, PaddedRun, compile_padded, jaxpr_of_equation, resizing_loops
@@ -111,7 +111,6 @@ class Segment:
         exe = self.cache.get(key)
         first = False
         if exe is None and self.paddable:
-            from . import tiers
             pol = tiers.policy()
             # auto: the first size compiles its exact executable (a program called at one
             # size never pads); sizes after it run padded
@@ -180,7 +179,6 @@ class Segment:
 
     def _compile_bucket_later(self, bounds, values):
         """Queue the padded program of a bucket on the background compile thread."""
-        from . import tiers
         if bounds in self.padded:
             return
         self.stats.background_compilations += 1
@@ -215,7 +213,6 @@ class Segment:
     def _compile_exact_later(self, key, args):
         """A recurring size: compile its exact executable (tier 2), in the background unless
         ``DYNJAX_SYNC_COMPILE`` is set; it serves the calls after it is ready."""
-        from . import tiers
         args = list(args)
 
         def compile_exact():
@@ -345,7 +342,6 @@ class HostStep:
 
     def run(self, invals: List[Any]) -> List[Any]:
         from ..control_flow.primitives import cond_p, for_loop_p, scan_p, while_loop_p
-        from . import tiers
         self.stats.host_steps += 1
         eqn, p = self.eqn, self.eqn.params
         if self.capacity is not None and tiers.policy() != "exact":
@@ -496,12 +492,10 @@ class Program:
     def run(self, args: Sequence[Any]) -> List[Any]:
         if self.single is not None:
             return self.single.run(args)
-        borrowed = [x for x in list(args) + self.consts if isinstance(x, np.ndarray)]
-        if self.capacity is not None:
-            from . import tiers
-            outs = self.capacity.run(args) if tiers.policy() != "exact" else None
-            if outs is not None:
-                return [_owned(np.asarray(x), borrowed) for x in outs]
+        if self.capacity is not None and tiers.policy() != "exact":
+            outs = self.capacity.run(args)
+            if outs is not None:   # fresh arrays: XLA's outputs, cut, never its inputs
+                return outs
         jx = self.jaxpr
         env: Dict[int, Any] = {}
         for v, c in zip(jx.constvars, self.consts):
@@ -520,6 +514,7 @@ class Program:
                 outvars = step.eqn.outvars
             for v, x in zip(outvars, outs):
                 env[id(v)] = x
+        borrowed = [x for x in list(args) + self.consts if isinstance(x, np.ndarray)]
         return [_owned(np.asarray(read(a)), borrowed) for a in jx.outvars]
 
     # --- introspection for qjit ------------------------------------------------------------

@@ -1,8 +1,9 @@
 """Which executable serves a call: the exact-size one, or the padded one of a size bucket.
 
 Tier 1 (``padded``): one executable per *bucket* of sizes (``padding.bucket``: powers of two
-from 16 to 1024, then eight per doubling), built by ``padding.pad_jaxpr``. The first call at a new size in a known bucket
-compiles nothing: the inputs are padded, the bucket's executable runs, the results are cut.
+from 16 to 1024, then eight per doubling), built by ``padding.pad_jaxpr``. The first call at
+a new size in a known bucket compiles nothing: the inputs are padded, the bucket's executable
+runs, the results are cut.
 
 Tier 2 (``exact``): the executable specialized to the exact sizes (the fastest at steady
 state). The first size a program runs at compiles it directly (a program called at one size
@@ -28,12 +29,21 @@ POLICIES = ("auto", "exact", "padded")
 RECUR = 2
 
 
+_last = ("auto", "auto")   # the last $DYNJAX_TIERS read and its policy (one tuple: atomic)
+
+
 def policy() -> str:
-    """The tier policy from ``$DYNJAX_TIERS`` (read at every new signature, so tests can
+    """The tier policy from ``$DYNJAX_TIERS`` (read at every call that may pad, so tests can
     switch it)."""
-    p = os.environ.get("DYNJAX_TIERS", "auto").strip().lower() or "auto"
+    global _last
+    raw = os.environ.get("DYNJAX_TIERS", "auto")
+    last = _last
+    if last[0] == raw:
+        return last[1]
+    p = raw.strip().lower() or "auto"
     if p not in POLICIES:
         raise ValueError(f"DYNJAX_TIERS must be one of {', '.join(POLICIES)}, got {p!r}")
+    _last = (raw, p)
     return p
 
 
