@@ -26,6 +26,7 @@ from . import explain, tiers
 from .analysis import _FOLDABLE, dims_of, foldable_vars, is_scalar, needed_vars, statically_compilable
 from .lru import BoundedCache
 from .padded_runs import CapacityProgram, PaddedRun, compile_padded, jaxpr_of_equation, resizing_loops
+from .padding import NotPaddable, bucket, next_bucket, pad_jaxpr
 from .size_checks import check_sizes
 
 
@@ -149,7 +150,6 @@ class Segment:
         background; else the own bucket, compiled now. With ``ahead``, every compile of a
         bucket also queues the next larger one in the background, so growing sizes find
         their program ready."""
-        from .padding import NotPaddable, bucket, next_bucket
         values = [int(args[i]) for i in self.baked]
         if any(v < 0 for v in values):
             return None
@@ -172,7 +172,6 @@ class Segment:
             return None
 
     def _queue_own_bucket(self, args):
-        from .padding import bucket
         values = [int(args[i]) for i in self.baked]
         if all(v >= 0 for v in values):
             self._compile_bucket_later(tuple(bucket(v) for v in values), None)
@@ -191,7 +190,6 @@ class Segment:
         tiers.background(build)
 
     def _build_padded(self, bounds, values):
-        from .padding import pad_jaxpr
         old = self.padded.keys()
         program = pad_jaxpr(self.jaxpr, self.consts, dict(zip(self.baked, bounds)))
         explain.maybe(explain.recompiles, lambda: explain.bucket_reason(
