@@ -17,7 +17,7 @@ from typing import Any, List, Optional, Sequence
 
 import numpy as np
 
-from ..core.jaxpr import ClosedJaxpr, Jaxpr
+from ..core.jaxpr import ClosedJaxpr, Jaxpr, Var
 from . import explain
 from .analysis import needed_vars
 from .lru import BoundedCache
@@ -139,12 +139,16 @@ class CapacityProgram:
                     run = self.runs.get_or_fill(key, lambda: self._build(bounds, caps))
                 except NotPaddable as e:
                     self.usable = False
-                    explain.maybe(explain.tiers, lambda: f"a program with resizing loops runs step by step: {e}")
+                    explain.maybe(explain.tiers,
+                                  lambda: f"a program with resizing loops runs step by step: {e}")
                     return None
             try:
                 outs = run(args)
             except CapacityExceeded as over:
                 caps = self._grown(caps, over)
+                if caps is None:   # no growth would help (never seen): run step by step
+                    self.usable = False
+                    return None
                 continue
             self.stats.padded_runs += 1
             if self.hints.get(bounds) != caps:
@@ -157,11 +161,12 @@ class CapacityProgram:
     def _grown(self, caps, over: CapacityExceeded):
         """The capacities after loop ``over.loop`` stopped early: the sizes it did not have
         room for grow fourfold, at least to the bucket of what the iteration needed. (Later
-        loops ran on unfinished values; they keep theirs until their own turn.)"""
+        loops ran on unfinished values; they keep theirs until their own turn.) None if nothing
+        would grow."""
         built = over.capacities
         grown = tuple([max(GROWTH * c, bucket(n)) if n > c else c for c, n in zip(built, over.needed)])
-        if grown == built:   # cannot happen: the loop stops only when something does not fit
-            raise RuntimeError("dynjax: a resizing loop stopped early although its sizes fit")
+        if grown == built:   # the loop stops only when something does not fit
+            return None
         explain.maybe(explain.recompiles, lambda: f"{self.loops[over.loop].primitive} #{over.loop} needs "
                       f"sizes {over.needed}: grow its capacities {list(built)} to {list(grown)}")
         return caps[:over.loop] + (grown,) + caps[over.loop + 1:]
@@ -183,7 +188,6 @@ class CapacityProgram:
 def jaxpr_of_equation(eqn, extra_inputs: Sequence[Any]) -> Jaxpr:
     """A jaxpr running the one equation ``eqn``: its inputs are the equation's variable
     operands (each once, in order) and ``extra_inputs`` (sizes its operands' types use)."""
-    from ..core.jaxpr import Var
     invars: List[Any] = []
     seen = set()
     for a in list(extra_inputs) + list(eqn.invars):

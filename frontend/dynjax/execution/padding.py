@@ -781,7 +781,7 @@ padding_rules[P.scatter_p] = _scatter
 # A loop or a cond whose carried (or returned) shapes stay fixed becomes the same construct in
 # the padded program, its nested programs interpreted by these rules: invars that hold an
 # operand's value for the whole execution (constants, sizes passed through) keep its interval.
-# Loops whose carried sizes change (``nimplicit``) are not padded yet.
+# Loops whose carried sizes change (``nimplicit``) run within capacities (``_resizing_loop``).
 def _nested(ctx, eqn, k, jaxpr, args, pairs):
     """Interpret nested program ``k`` of ``eqn`` on ``args`` in a context of its own."""
     sub = Context()
@@ -911,8 +911,9 @@ class LoopReport:
 
 def _resizing_loop(ctx, eqn, *ops):
     """A ``for_loop`` / ``while_loop`` whose carried sizes change, run on device within a
-    capacity per carried size (``ctx.capacities[id(eqn)]``, set by ``capacity.CapacityProgram``
-    for the loops at the top level of a program; elsewhere such a loop is not paddable).
+    capacity per carried size (``ctx.capacities[id(eqn)]``, set by
+    ``padded_runs.CapacityProgram`` for the loops at the top level of a program; elsewhere
+    such a loop is not paddable).
 
     The carried arrays live in buffers of the capacities. The loop's condition also asks
     whether the next iteration's sizes fit, so that the body may assume they do: its arrays

@@ -7,9 +7,9 @@ runs, the results are cut.
 
 Tier 2 (``exact``): the executable specialized to the exact sizes (the fastest at steady
 state). The first size a program runs at compiles it directly (a program called at one size
-never pads; its bucket compiles in the background). A later size runs padded; when it *recurs* (its second call) its exact
-executable is compiled on a background thread and serves every later call at that size once
-it is ready.
+never pads; its bucket compiles in the background). A later size runs padded; when it
+*recurs* (its second call) its exact executable is compiled on a background thread and
+serves every later call at that size once it is ready.
 
 ``DYNJAX_TIERS`` chooses the policy: ``auto`` (the default, as above), ``exact`` (every
 new size compiles its exact executable on the call path, no padding) or ``padded`` (always
