@@ -189,3 +189,10 @@ def test_a_program_that_cannot_be_padded_still_runs_its_loop_within_capacities(c
     info = f.cache_info()
     assert info["host_steps"] == 5 and info["padded_runs"] >= 5
     assert "runs step by step" in caplog.text
+
+
+def test_introspection_shows_the_capacity_executable():
+    f = qjit(append_halves)
+    f(40)
+    assert "stablehlo.while" in f.mlir_specialized and "tensor<64xf64>" in f.mlir_specialized
+    assert "while" in f.hlo

@@ -119,6 +119,9 @@ class CapacityProgram:
         self.hints = BoundedCache(stats.cache_size)     # buckets -> the capacities that sufficed
         self.checked = BoundedCache(stats.cache_size)   # sizes whose host checks passed
         self.usable = True
+        # introspection only (f.mlir_specialized, f.hlo): never read on a call path
+        self.last_specialized: Optional[str] = None
+        self.last_executable = None
 
     def run(self, args: Sequence[Any]) -> Optional[List[Any]]:
         values = tuple([int(args[i]) for i in self.sized])
@@ -151,6 +154,7 @@ class CapacityProgram:
                     return None
                 continue
             self.stats.padded_runs += 1
+            self.last_specialized, self.last_executable = run.text, run.exe
             if self.hints.get(bounds) != caps:
                 self.hints.put(bounds, caps)
             explain.maybe(explain.tiers, lambda: "padded tier, resizing loops at capacities "

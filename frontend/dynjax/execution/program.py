@@ -516,10 +516,15 @@ class Program:
         return [_owned(np.asarray(read(a)), borrowed) for a in jx.outvars]
 
     # --- introspection for qjit ------------------------------------------------------------
-    def segments(self) -> List[Segment]:
-        out = [s for s in self.steps if isinstance(s, Segment)]
+    def segments(self) -> List[Any]:
+        """Everything that compiles executables: the segments, and the capacity programs
+        (each has ``last_specialized`` / ``last_executable`` for introspection)."""
+        out: List[Any] = [self.capacity] if self.capacity is not None else []
+        out += [s for s in self.steps if isinstance(s, Segment)]
         for s in self.steps:
             if isinstance(s, HostStep):
+                if s.capacity is not None:
+                    out.append(s.capacity)
                 for p in s.programs.values():
                     out += p.segments()
         return out
