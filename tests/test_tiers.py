@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import subprocess
 import sys
 import threading
@@ -107,6 +108,60 @@ def test_padded_tier_equals_exact_tier_and_numpy(name, fn, make, axes, oracle, t
     # one executable per bucket that the sizes met
     buckets = {bucket(int(n)) for n in sizes}
     assert info["padded_compilations"] + info["disk_cache_hits"] <= len(buckets), info
+
+
+@pytest.mark.parametrize("name, fn, make, axes, oracle", PROGRAMS, ids=[p[0] for p in PROGRAMS])
+def test_new_sizes_run_eagerly_while_their_bucket_compiles(name, fn, make, axes, oracle, tier):
+    """With the background thread held up, no bucket is ready: every new size after the first
+    is evaluated by the numpy impls (tier 0), equal to the exact tier bit for bit; once the
+    buckets are compiled, the same sizes run padded."""
+    rng = np.random.default_rng(abs(hash(name)) % 2**32)
+    auto = qjit(fn, abstracted_axes=axes)
+    exact = qjit(fn, abstracted_axes=axes)
+    sizes = [5, 0, 1, 16, 17, 64, 65, 1025]
+    inputs = [make(rng, n) for n in sizes]
+    release = threading.Event()
+    tier("auto")
+    tiers.background(release.wait)
+    try:
+        got = [_flat(auto(*args)) for args in inputs]
+        first_round = auto.cache_info()
+    finally:
+        release.set()
+    tiers.wait_for_background()
+    again = [_flat(auto(*args)) for args in inputs[1:]]
+    tier("exact")
+    for n, args, g, a in zip(sizes, inputs, got, [None] + again):
+        want = _flat(exact(*args))
+        for k, w in enumerate(want):
+            assert got_shape_dtype(g[k]) == got_shape_dtype(w), (name, n)
+            np.testing.assert_array_equal(g[k], w, err_msg=f"{name} at n={n}")
+            if a is not None:
+                np.testing.assert_array_equal(a[k], w, err_msg=f"{name} at n={n}, padded")
+        if oracle is not None:
+            for x, o in zip(g, _flat(oracle(*args))):
+                np.testing.assert_allclose(x, o, err_msg=f"{name} at n={n} vs numpy")
+    assert first_round["exact_runs"] == 1 and first_round["eager_runs"] == len(sizes) - 1, first_round
+    info = auto.cache_info()   # then padded (or exact, for a size met a third time)
+    assert info["eager_runs"] == len(sizes) - 1 and info["padded_runs"] + info["exact_runs"] == len(sizes), info
+
+
+def test_an_eager_run_gives_way_once_its_bucket_is_compiled(tier):
+    """300 000 loop iterations by the numpy impls would take seconds: the evaluation is
+    abandoned when the bucket's compile (tens of milliseconds) is done, and the bucket runs."""
+    tier("auto")
+    f = qjit(lambda x, k: for_loop(0, k, 1)(lambda i, a: a * 0.5 + i)(x), abstracted_axes=({0: "n"}, None))
+    f(np.ones(3), 4)
+    x = np.arange(40.0)
+    got = f(x, 300000)
+    info = f.cache_info()
+    assert info["eager_runs"] == 0 and info["padded_runs"] == 1, info
+    tier("exact")
+    np.testing.assert_array_equal(got, qjit(f.fun, abstracted_axes=({0: "n"}, None))(x, 300000))
+
+
+def got_shape_dtype(x):
+    return np.shape(x), np.asarray(x).dtype
 
 
 def test_buckets():
@@ -305,13 +360,17 @@ def test_dynjax_log_environment_variable_prints_to_stderr(tmp_path):
     script = tmp_path / "prog.py"
     script.write_text("import numpy as np, dynjax, dynjax.numpy as jnp\n"
                       "f = dynjax.qjit(lambda x: jnp.sum(x), abstracted_axes={0: 'n'})\n"
-                      "f(np.ones(3)); f(np.ones(100))\n")
+                      "f(np.ones(3)); f(np.ones(100))\n"
+                      "dynjax.execution.tiers.wait_for_background(); f(np.ones(101))\n")
     env = dict(os.environ, DYNJAX_LOG="recompiles,tiers")
     env.pop("DYNJAX_TIERS", None)
     proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env)
     assert proc.returncode == 0, proc.stderr
     assert "[dynjax.recompiles] trace <lambda>: first call" in proc.stderr
-    assert "[dynjax.tiers] padded tier: the size of n (axis 0 of argument 0) = 100" in proc.stderr
+    # 100 arrives while its bucket compiles (numpy serves it, unless the compile wins the race)
+    assert re.search(r"\[dynjax.tiers\] (eager tier, while the bucket \[128\] compiles|padded tier): "
+                     r"the size of n \(axis 0 of argument 0\) = 100", proc.stderr), proc.stderr
+    assert "[dynjax.tiers] padded tier: the size of n (axis 0 of argument 0) = 101" in proc.stderr
 
 
 def test_bad_policy_is_a_clear_error(monkeypatch):

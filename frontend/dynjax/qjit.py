@@ -501,14 +501,15 @@ class QJIT:
     def cache_info(self) -> Dict[str, int]:
         """How many traces, lowerings, specializations and compilations happened, and which
         tier served the runs (``exact_runs``: exact-size executables, ``padded_runs``: a size
-        bucket's padded one; see ``execution.tiers``)."""
+        bucket's padded one, ``eager_runs``: numpy while the bucket compiled; see
+        ``execution.tiers``)."""
         s = self.stats
         return {"calls": self.calls, "traces": self.traces, "lowerings": s.lowerings,
                 "specializations": s.specializations, "compilations": s.compilations,
                 "padded_compilations": s.padded_compilations,
                 "background_compilations": s.background_compilations,
                 "disk_cache_hits": s.disk_hits, "host_steps": s.host_steps,
-                "exact_runs": s.exact_runs, "padded_runs": s.padded_runs}
+                "exact_runs": s.exact_runs, "padded_runs": s.padded_runs, "eager_runs": s.eager_runs}
 
 
 class _ProgramCall:

@@ -2,10 +2,37 @@
 
 Outside any trace this evaluates eagerly with the numpy impls; under a staging trace it
 re-stages the equations (which is how nested ``qjit`` calls are inlined).
+
+``interruptible(stop)`` lets a caller abandon an evaluation: until it exits, every
+evaluation on that thread (loop bodies included) checks ``stop()`` before each equation and
+raises ``Interrupted`` once it is true.
 """
 from __future__ import annotations
 
+import threading
+from contextlib import contextmanager
+from typing import Callable
+
 from .jaxpr import ClosedJaxpr, Literal
+
+
+class Interrupted(Exception):
+    """An evaluation abandoned because its ``interruptible`` check said stop."""
+
+
+_local = threading.local()
+
+
+@contextmanager
+def interruptible(stop: Callable[[], bool]):
+    """Evaluations on this thread inside the block raise ``Interrupted`` before the next
+    equation once ``stop()`` is true."""
+    previous = getattr(_local, "stop", None)
+    _local.stop = stop
+    try:
+        yield
+    finally:
+        _local.stop = previous
 
 
 def eval_jaxpr(jaxpr, consts, *args):
@@ -27,7 +54,10 @@ def eval_jaxpr(jaxpr, consts, *args):
         env[id(v)] = x
     for v, x in zip(jaxpr.invars, args):
         env[id(v)] = x
+    stop = getattr(_local, "stop", None)
     for eqn in jaxpr.eqns:
+        if stop is not None and stop():
+            raise Interrupted()
         outs = eqn.primitive.bind(*[read(a) for a in eqn.invars], **eqn.params)
         if not eqn.primitive.multiple_results:
             outs = [outs]

@@ -34,7 +34,8 @@ class Stats:
     """Counters a ``qjit`` function reports through ``cache_info()``, and the size of the
     executable cache of each of its segments (``cache_size``). ``compilations`` counts the
     exact-size executables, ``padded_compilations`` the bucket ones (``tiers``);
-    ``exact_runs`` / ``padded_runs`` count which tier served each segment run."""
+    ``exact_runs`` / ``padded_runs`` / ``eager_runs`` count which tier served each segment
+    run."""
 
     def __init__(self, cache_size: Optional[int] = None):
         self.cache_size = cache_size
@@ -47,6 +48,7 @@ class Stats:
         self.host_steps = 0
         self.exact_runs = 0
         self.padded_runs = 0
+        self.eager_runs = 0
 
 
 def _is_int_scalar(v) -> bool:
@@ -71,6 +73,7 @@ class Segment:
         self.cache = BoundedCache(stats.cache_size)
         self.padded = BoundedCache(stats.cache_size)    # size bucket -> PaddedRun (tier 1)
         self.calls_at = BoundedCache(stats.cache_size)  # exact key -> [calls served padded]
+        self.queued: set = set()                        # buckets waiting for the background thread
         self.paddable = bool(self.baked)                # False once padding proved impossible
         # introspection only (f.mlir_specialized, f.hlo): never read on a call path
         self.last_specialized: Optional[str] = None
@@ -124,6 +127,11 @@ class Segment:
                     self._compile_exact_later(key, args)
                     exe = self.cache.get(key)   # ready now when compiled synchronously
             if run is not None and exe is None:
+                if run.__class__ is CompilingBucket:
+                    outs = self._run_eagerly(args, run)
+                    if outs is not None:
+                        return outs, None
+                    run = run.ready()
                 self.stats.padded_runs += 1
                 self.last_executable, self.last_specialized = run.exe, run.text
                 explain.maybe(explain.tiers, lambda: f"padded tier: {self._describe_key(key)}")
@@ -147,9 +155,9 @@ class Segment:
 
         Its own bucket's program when compiled; else (``ahead``, the automatic policy) the
         smallest compiled bucket that holds the sizes, while the own bucket compiles in the
-        background; else the own bucket, compiled now. With ``ahead``, every compile of a
-        bucket also queues the next larger one in the background, so growing sizes find
-        their program ready."""
+        background, or, when none does, a ``CompilingBucket``: the bucket and the next larger
+        one compile in the background (so growing sizes find their program ready) and the
+        call runs eagerly meanwhile. Without ``ahead``, the own bucket, compiled now."""
         values = [int(args[i]) for i in self.baked]
         if any(v < 0 for v in values):
             return None
@@ -160,13 +168,12 @@ class Segment:
                 return run
             if ahead:
                 larger = [b for b in self.padded.keys() if all(x >= y for x, y in zip(b, bounds))]
+                self._compile_bucket_later(bounds, values)
                 if larger:
-                    self._compile_bucket_later(bounds, values)
                     return self.padded.get(min(larger, key=lambda b: int(np.prod(b, dtype=np.int64))))
-            run = self.padded.get_or_fill(bounds, lambda: self._build_padded(bounds, values))
-            if ahead:
                 self._compile_bucket_later(tuple(next_bucket(b) for b in bounds), None)
-            return run
+                return CompilingBucket(self, bounds, values)
+            return self.padded.get_or_fill(bounds, lambda: self._build_padded(bounds, values))
         except NotPaddable:
             self.paddable = False
             return None
@@ -177,17 +184,42 @@ class Segment:
             self._compile_bucket_later(tuple(bucket(v) for v in values), None)
 
     def _compile_bucket_later(self, bounds, values):
-        """Queue the padded program of a bucket on the background compile thread."""
-        if bounds in self.padded:
+        """Queue the padded program of a bucket on the background compile thread (once: a
+        bucket already queued or compiled is not queued again)."""
+        if bounds in self.padded or bounds in self.queued:
             return
+        self.queued.add(bounds)
         self.stats.background_compilations += 1
 
         def build():
             try:
                 self.padded.get_or_fill(bounds, lambda: self._build_padded(bounds, values))
-            except Exception:
-                pass
+            except NotPaddable:
+                self.paddable = False
+            finally:
+                self.queued.discard(bounds)
         tiers.background(build)
+
+    def _run_eagerly(self, args, bucket: "CompilingBucket"):
+        """Tier 0: while a size's bucket compiles in the background, the call evaluates the
+        jaxpr with the numpy impls, as dynjax does outside ``qjit``; once the bucket is ready
+        the evaluation is abandoned and the bucket serves it. None when abandoned (or when
+        eager evaluation fails: the compiled program decides)."""
+        from ..core.interpret import Interrupted, eval_jaxpr, interruptible
+        padded = self.padded
+        try:
+            with interruptible(lambda: bucket.bounds in padded or not self.paddable), \
+                    np.errstate(all="ignore"):
+                outs = eval_jaxpr(self.jaxpr, self.consts, *args)
+        except Interrupted:
+            return None
+        except Exception:
+            return None
+        self.stats.eager_runs += 1
+        explain.maybe(explain.tiers, lambda: f"eager tier, while the bucket {list(bucket.bounds)} compiles: "
+                      f"{self._describe_key(self._key(args))}")
+        borrowed = [x for x in list(args) + self.consts if isinstance(x, np.ndarray)]
+        return [_owned(np.asarray(x, v.aval.dtype), borrowed) for x, v in zip(outs, self.jaxpr.outvars)]
 
     def _build_padded(self, bounds, values):
         old = self.padded.keys()
@@ -246,6 +278,20 @@ class Segment:
             self.stats.compilations += 1
         self.last_specialized = text
         return exe
+
+
+class CompilingBucket:
+    """A size bucket whose padded program is compiling in the background (see
+    ``Segment._padded_run``); ``ready()`` waits for it (or compiles it, if the background
+    thread has not started it yet)."""
+    __slots__ = ("segment", "bounds", "values")
+
+    def __init__(self, segment: Segment, bounds, values):
+        self.segment, self.bounds, self.values = segment, bounds, values
+
+    def ready(self) -> PaddedRun:
+        seg = self.segment
+        return seg.padded.get_or_fill(self.bounds, lambda: seg._build_padded(self.bounds, self.values))
 
 
 def _host_sizes(jaxpr: Jaxpr, baked: Sequence[Var]):
