@@ -146,18 +146,45 @@ def test_new_sizes_run_eagerly_while_their_bucket_compiles(name, fn, make, axes,
     assert info["eager_runs"] == len(sizes) - 1 and info["padded_runs"] + info["exact_runs"] == len(sizes), info
 
 
-def test_an_eager_run_gives_way_once_its_bucket_is_compiled(tier):
+def test_an_eager_run_gives_way_once_its_bucket_is_compiled(tier, monkeypatch):
     """300 000 loop iterations by the numpy impls would take seconds: the evaluation is
     abandoned when the bucket's compile (tens of milliseconds) is done, and the bucket runs."""
+    from dynjax.execution.program import Segment
+    tried = []
+    run_eagerly = Segment._run_eagerly
+    monkeypatch.setattr(Segment, "_run_eagerly", lambda self, *a: tried.append(run_eagerly(self, *a)))
     tier("auto")
     f = qjit(lambda x, k: for_loop(0, k, 1)(lambda i, a: a * 0.5 + i)(x), abstracted_axes=({0: "n"}, None))
     f(np.ones(3), 4)
     x = np.arange(40.0)
     got = f(x, 300000)
     info = f.cache_info()
-    assert info["eager_runs"] == 0 and info["padded_runs"] == 1, info
+    assert info["eager_runs"] == 0 and info["padded_runs"] == 1 and tried == [None], info
     tier("exact")
     np.testing.assert_array_equal(got, qjit(f.fun, abstracted_axes=({0: "n"}, None))(x, 300000))
+
+
+def test_heavy_programs_wait_for_their_bucket_instead(tier):
+    """Above tiers.EAGER_MAX_FLOPS (by the cost model, at the call's sizes) a new size waits
+    for its bucket: numpy would compete with the compile for the cores."""
+    tier("auto")
+    f = qjit(lambda x, k: for_loop(0, k, 1)(lambda i, a: a * 0.5 + i)(x), abstracted_axes=({0: "n"}, None))
+    f(np.ones(3), 4)
+    light, heavy = np.arange(40.0), np.arange(400.0)   # 2 * 40 * 10**5 = 8e6, 2 * 400 * 10**5 = 8e7 FLOPs
+    release = threading.Event()
+    tiers.background(release.wait)
+    try:
+        got_light = f(light, 10**5)
+        assert f.cache_info()["eager_runs"] == 1
+    finally:
+        release.set()
+    got_heavy = f(heavy, 10**5)
+    info = f.cache_info()
+    assert info["eager_runs"] == 1 and info["padded_runs"] == 1, info
+    tier("exact")
+    g = qjit(f.fun, abstracted_axes=({0: "n"}, None))
+    np.testing.assert_array_equal(got_light, g(light, 10**5))
+    np.testing.assert_array_equal(got_heavy, g(heavy, 10**5))
 
 
 def got_shape_dtype(x):

@@ -47,7 +47,7 @@ from .core.primitive import Primitive
 from .core.symbolic import Expr, Symbol, max0, maximum, single_symbols, to_str
 from .lax import primitives as P
 
-__all__ = ["Cost", "cost_analysis", "jaxpr_cost", "cost_rules"]
+__all__ = ["Cost", "cost_analysis", "cost_in_inputs", "jaxpr_cost", "cost_rules"]
 
 
 @dataclass(frozen=True)
@@ -630,6 +630,19 @@ def jaxpr_cost(jaxpr: Jaxpr, sizes: Optional[_Sizes] = None, names: Optional[Dic
             c = c + Cost(Expr.const(0), Expr.const(0), read, written)
         total = total + c
     return total
+
+
+def cost_in_inputs(jaxpr: Jaxpr, positions) -> "tuple[Cost, list]":
+    """The cost of running ``jaxpr`` once, and for each of its integer inputs at
+    ``positions`` the name ``Cost.at`` knows its value by (None when the input is not a plain
+    size symbol): what the execution tiers ask before evaluating a program eagerly."""
+    sz = _Sizes()
+    cost = jaxpr_cost(jaxpr, sz)
+    names = []
+    for i in positions:
+        s = sz.symbol(jaxpr.invars[i])
+        names.append(None if s is None else s.name)
+    return cost, names
 
 
 def parameter_names(jaxpr: Jaxpr, fun: Callable, args, static_argnums=()) -> Dict[Symbol, str]:

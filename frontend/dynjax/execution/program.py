@@ -74,6 +74,7 @@ class Segment:
         self.padded = BoundedCache(stats.cache_size)    # size bucket -> PaddedRun (tier 1)
         self.calls_at = BoundedCache(stats.cache_size)  # exact key -> [calls served padded]
         self.queued: set = set()                        # buckets waiting for the background thread
+        self._eager_estimate = None                     # (cost, names of the int inputs) or False
         self.paddable = bool(self.baked)                # False once padding proved impossible
         # introspection only (f.mlir_specialized, f.hlo): never read on a call path
         self.last_specialized: Optional[str] = None
@@ -155,9 +156,10 @@ class Segment:
 
         Its own bucket's program when compiled; else (``ahead``, the automatic policy) the
         smallest compiled bucket that holds the sizes, while the own bucket compiles in the
-        background, or, when none does, a ``CompilingBucket``: the bucket and the next larger
-        one compile in the background (so growing sizes find their program ready) and the
-        call runs eagerly meanwhile. Without ``ahead``, the own bucket, compiled now."""
+        background; when none does, the bucket and the next larger one compile in the
+        background (so growing sizes find their program ready), and the call either runs
+        eagerly meanwhile (a ``CompilingBucket``, for programs the cost model calls cheap) or
+        waits for the bucket. Without ``ahead``, the own bucket, compiled now."""
         values = [int(args[i]) for i in self.baked]
         if any(v < 0 for v in values):
             return None
@@ -172,7 +174,8 @@ class Segment:
                 if larger:
                     return self.padded.get(min(larger, key=lambda b: int(np.prod(b, dtype=np.int64))))
                 self._compile_bucket_later(tuple(next_bucket(b) for b in bounds), None)
-                return CompilingBucket(self, bounds, values)
+                if self._cheap_for_eager(args):
+                    return CompilingBucket(self, bounds, values)
             return self.padded.get_or_fill(bounds, lambda: self._build_padded(bounds, values))
         except NotPaddable:
             self.paddable = False
@@ -199,6 +202,28 @@ class Segment:
             finally:
                 self.queued.discard(bounds)
         tiers.background(build)
+
+    def _cheap_for_eager(self, args) -> bool:
+        """Whether the cost model puts this segment at these arguments (its integer ones:
+        sizes, trip counts) below ``tiers.EAGER_MAX_FLOPS`` (False when it cannot tell: a
+        while loop's unknown trip count, a primitive without a cost rule)."""
+        ints = [i for i, v in enumerate(self.jaxpr.invars) if _is_int_scalar(v)]
+        estimate = self._eager_estimate
+        if estimate is None:
+            from ..cost_model import cost_in_inputs
+            try:
+                estimate = cost_in_inputs(self.jaxpr, ints)
+            except Exception:
+                estimate = False
+            self._eager_estimate = estimate
+        if estimate is False:
+            return False
+        cost, names = estimate
+        try:
+            c = cost.at(**{name: int(args[i]) for i, name in zip(ints, names) if name is not None})
+        except Exception:
+            return False
+        return c["flops"] + c["transcendentals"] <= tiers.EAGER_MAX_FLOPS
 
     def _run_eagerly(self, args, bucket: "CompilingBucket"):
         """Tier 0: while a size's bucket compiles in the background, the call evaluates the

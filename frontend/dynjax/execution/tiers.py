@@ -28,6 +28,11 @@ POLICIES = ("auto", "exact", "padded")
 #: how many calls at one exact size before its exact executable is compiled
 RECUR = 2
 
+#: tier 0: a new size whose bucket is still compiling is evaluated by the numpy impls when the
+#: cost model puts it below this many FLOPs (a few tens of milliseconds of numpy at most);
+#: heavier programs wait for the compile rather than compete with it for the cores
+EAGER_MAX_FLOPS = 3e7
+
 
 _last = ("auto", "auto")   # the last $DYNJAX_TIERS read and its policy (one tuple: atomic)
 
