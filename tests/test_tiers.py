@@ -334,7 +334,8 @@ def test_size_errors_are_still_raised_in_the_padded_tier(tier):
 
 def test_tier_switching_under_threads_gives_identical_results(monkeypatch):
     """Eight threads call at many sizes while sizes recur and their exact executables arrive
-    in the background: every value is checked against numpy and both tiers serve."""
+    in the background: every value is checked against numpy, and the exact tier serves as well
+    as the others (eager while buckets compile, padded)."""
     monkeypatch.delenv("DYNJAX_TIERS", raising=False)
     monkeypatch.delenv("DYNJAX_SYNC_COMPILE", raising=False)
     f = qjit(lambda x: (jnp.cumsum(x[::-1]) * 2, jnp.sum(x * x)), abstracted_axes={0: "n"})
@@ -355,7 +356,7 @@ def test_tier_switching_under_threads_gives_identical_results(monkeypatch):
         list(pool.map(call, sizes))
     assert not errors
     info = f.cache_info()
-    assert info["padded_runs"] > 0 and info["exact_runs"] > 0, info
+    assert info["padded_runs"] + info["eager_runs"] > 0 and info["exact_runs"] > 0, info
 
 
 def test_results_do_not_alias_arguments(tier):

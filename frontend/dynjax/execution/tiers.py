@@ -1,4 +1,5 @@
-"""Which executable serves a call: the exact-size one, or the padded one of a size bucket.
+"""Which tier serves a call: the exact-size executable, the padded one of a size bucket, or,
+while that compiles, the numpy impls.
 
 Tier 1 (``padded``): one executable per *bucket* of sizes (``padding.bucket``: powers of two
 from 16 to 1024, then eight per doubling), built by ``padding.pad_jaxpr``. The first call at
@@ -10,6 +11,11 @@ state). The first size a program runs at compiles it directly (a program called 
 never pads; its bucket compiles in the background). A later size runs padded; when it
 *recurs* (its second call) its exact executable is compiled on a background thread and
 serves every later call at that size once it is ready.
+
+Tier 0 (``auto`` only): a new size whose bucket is still compiling, with no compiled bucket
+that holds it, is evaluated by the numpy impls meanwhile, if the cost model puts it below
+``EAGER_MAX_FLOPS``; the evaluation gives way to the bucket as soon as it is compiled
+(``program.Segment._run_eagerly``).
 
 ``DYNJAX_TIERS`` chooses the policy: ``auto`` (the default, as above), ``exact`` (every
 new size compiles its exact executable on the call path, no padding) or ``padded`` (always
