@@ -74,8 +74,18 @@ def background(fn) -> None:
     if _executor is None:
         with _executor_lock:
             if _executor is None:
-                _executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="dynjax-compile")
+                _executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="dynjax-compile",
+                                               initializer=_lower_priority)
     _executor.submit(_quietly, fn)
+
+
+def _lower_priority():
+    """Background compiles yield the cores to the calls being served (Linux: a thread's nice
+    value is its own, and the threads XLA starts from it inherit it)."""
+    try:
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 10)
+    except (AttributeError, OSError):
+        pass
 
 
 def _quietly(fn):
