@@ -238,6 +238,20 @@ def test_auto_policy_compiles_exact_in_the_background(monkeypatch):
     assert f.cache_info()["exact_runs"] == 2
 
 
+def test_a_new_size_of_a_program_that_cannot_run_padded_gets_its_exact_executable(tier, monkeypatch):
+    """Auto policy, a new size, its eager run abandoned: the bucket turns out impossible (an
+    inverse has no padding rule), and the call compiles its exact executable instead."""
+    from dynjax.execution.program import Segment
+    monkeypatch.setattr(Segment, "_run_eagerly", lambda self, args, bucket: None)
+    tier("auto")
+    inv = qjit(lambda a: jnp.linalg.inv(a) * 2.0, abstracted_axes={0: "n", 1: "n"})
+    for n in (2, 3, 5):
+        a = np.eye(n) * 4.0 + 1.0
+        np.testing.assert_allclose(inv(a), np.linalg.inv(a) * 2.0, rtol=1e-14)
+    info = inv.cache_info()
+    assert info["exact_runs"] == 3 and info["padded_runs"] == 0 and info["compilations"] == 3, info
+
+
 def test_programs_that_cannot_run_padded_use_the_exact_tier(tier):
     tier("padded")
     # LAPACK custom calls have no padding rule

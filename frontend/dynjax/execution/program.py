@@ -111,7 +111,7 @@ class Segment:
 
     def call(self, args: Sequence[Any]):
         """The outputs for concrete inputs, and the exact executable that computed them (None
-        when the padded tier did: see ``tiers``)."""
+        when the padded or the eager tier did: see ``tiers``)."""
         key = self._key(args)
         exe = self.cache.get(key)
         first = False
@@ -127,12 +127,12 @@ class Segment:
                 if pol == "auto" and calls[0] == tiers.RECUR:
                     self._compile_exact_later(key, args)
                     exe = self.cache.get(key)   # ready now when compiled synchronously
+            if run is not None and exe is None and run.__class__ is CompilingBucket:
+                outs = self._run_eagerly(args, run)
+                if outs is not None:
+                    return outs, None
+                run = run.ready()   # None: the program turned out not paddable
             if run is not None and exe is None:
-                if run.__class__ is CompilingBucket:
-                    outs = self._run_eagerly(args, run)
-                    if outs is not None:
-                        return outs, None
-                    run = run.ready()
                 self.stats.padded_runs += 1
                 self.last_executable, self.last_specialized = run.exe, run.text
                 explain.maybe(explain.tiers, lambda: f"padded tier: {self._describe_key(key)}")
@@ -314,9 +314,14 @@ class CompilingBucket:
     def __init__(self, segment: Segment, bounds, values):
         self.segment, self.bounds, self.values = segment, bounds, values
 
-    def ready(self) -> PaddedRun:
+    def ready(self) -> Optional[PaddedRun]:
+        """The bucket's padded program, or None when the program cannot run padded."""
         seg = self.segment
-        return seg.padded.get_or_fill(self.bounds, lambda: seg._build_padded(self.bounds, self.values))
+        try:
+            return seg.padded.get_or_fill(self.bounds, lambda: seg._build_padded(self.bounds, self.values))
+        except NotPaddable:
+            seg.paddable = False
+            return None
 
 
 def _host_sizes(jaxpr: Jaxpr, baked: Sequence[Var]):
