@@ -249,7 +249,8 @@ def test_a_new_size_of_a_program_that_cannot_run_padded_gets_its_exact_executabl
         a = np.eye(n) * 4.0 + 1.0
         np.testing.assert_allclose(inv(a), np.linalg.inv(a) * 2.0, rtol=1e-14)
     info = inv.cache_info()
-    assert info["exact_runs"] == 3 and info["padded_runs"] == 0 and info["compilations"] == 3, info
+    assert info["exact_runs"] == 3 and info["padded_runs"] == 0, info
+    assert info["compilations"] + info["disk_cache_hits"] == 3, info
 
 
 def test_programs_that_cannot_run_padded_use_the_exact_tier(tier):

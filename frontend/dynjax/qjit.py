@@ -516,16 +516,16 @@ class _ProgramCall:
     """The dispatch table's plan for a trace that is more than one executable (segments, host
     steps, or one capacity program): its arguments' shapes fix the implicit dims, so a call
     only converts scalars to the traced dtypes and runs the program."""
-    __slots__ = ("program", "dims", "scalars")
+    __slots__ = ("program", "dims", "dtypes")
 
     def __init__(self, program, dims, dtypes):
         self.program = program
         self.dims = list(dims)
-        self.scalars = dtypes
+        self.dtypes = dtypes
 
     def call_exact(self, args):
-        dts = self.scalars
-        leaves = [x if type(x) is np.ndarray else np.asarray(x, dts[i]) for i, x in enumerate(args)]
+        dtypes = self.dtypes
+        leaves = [x if type(x) is np.ndarray else np.asarray(x, dtypes[i]) for i, x in enumerate(args)]
         return self.program.run(self.dims + leaves)
 
 

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 from typing import Iterable, List, Set
 
+import numpy as np
+
 from ..core.jaxpr import Jaxpr, Literal, Var
 from ..core.primitive import effectful_primitives
 from ..control_flow.primitives import fixed_inputs as _control_flow_fixed_inputs
@@ -29,6 +31,11 @@ _FOLDABLE = {P.add_p, P.sub_p, P.mul_p, P.div_p, P.rem_p, P.max_p, P.min_p, P.ne
 
 def is_scalar(v) -> bool:
     return v.aval.shape == ()
+
+
+def is_int_scalar(v) -> bool:
+    """An integer scalar: a size, an index, a loop bound."""
+    return v.aval.shape == () and np.issubdtype(v.aval.dtype, np.integer)
 
 
 def dims_of(aval) -> List[Var]:

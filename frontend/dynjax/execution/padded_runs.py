@@ -19,7 +19,7 @@ import numpy as np
 
 from ..core.jaxpr import ClosedJaxpr, Jaxpr, Var
 from . import explain
-from .analysis import needed_vars
+from .analysis import is_int_scalar as _is_int_scalar, needed_vars
 from .lru import BoundedCache
 from .padding import MIN_BUCKET, NotPaddable, bucket, pad_jaxpr
 from .size_checks import check_sizes
@@ -90,10 +90,6 @@ class PaddedRun:
         return results
 
 
-def _is_int_scalar(v) -> bool:
-    return v.aval.shape == () and np.issubdtype(v.aval.dtype, np.integer)
-
-
 def resizing_loops(jaxpr: Jaxpr) -> List[Any]:
     """The equations of ``jaxpr`` (top level) that are loops changing their carried sizes."""
     return [e for e in jaxpr.eqns if e.params.get("nimplicit")]
@@ -142,8 +138,8 @@ class CapacityProgram:
                     run = self.runs.get_or_fill(key, lambda: self._build(bounds, caps))
                 except NotPaddable as e:
                     self.usable = False
-                    explain.maybe(explain.tiers,
-                                  lambda: f"a program with resizing loops runs step by step: {e}")
+                    reason = str(e)
+                    explain.maybe(explain.tiers, lambda: f"a program with resizing loops runs step by step: {reason}")
                     return None
             try:
                 outs = run(args)

@@ -24,6 +24,7 @@ from ..core.jaxpr import ClosedJaxpr, Jaxpr, Literal, Var
 from ..core.primitive import impl_rules
 from . import explain, tiers
 from .analysis import _FOLDABLE, dims_of, foldable_vars, is_scalar, needed_vars, statically_compilable
+from .analysis import is_int_scalar as _is_int_scalar
 from .lru import BoundedCache
 from .padded_runs import CapacityProgram, PaddedRun, compile_padded, jaxpr_of_equation, resizing_loops
 from .padding import NotPaddable, bucket, next_bucket, pad_jaxpr
@@ -49,10 +50,6 @@ class Stats:
         self.exact_runs = 0
         self.padded_runs = 0
         self.eager_runs = 0
-
-
-def _is_int_scalar(v) -> bool:
-    return v.aval.shape == () and np.issubdtype(v.aval.dtype, np.integer)
 
 
 class Segment:
@@ -182,9 +179,12 @@ class Segment:
             return None
 
     def _queue_own_bucket(self, args):
+        """After the first size: its bucket and the next larger one, in the background."""
         values = [int(args[i]) for i in self.baked]
         if all(v >= 0 for v in values):
-            self._compile_bucket_later(tuple(bucket(v) for v in values), None)
+            bounds = tuple(bucket(v) for v in values)
+            self._compile_bucket_later(bounds, None)
+            self._compile_bucket_later(tuple(next_bucket(b) for b in bounds), None)
 
     def _compile_bucket_later(self, bounds, values):
         """Queue the padded program of a bucket on the background compile thread (once: a

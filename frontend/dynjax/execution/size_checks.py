@@ -15,10 +15,7 @@ import numpy as np
 from ..core.jaxpr import Jaxpr, Literal
 from ..core.primitive import impl_rules
 from .analysis import _FOLDABLE, dims_of, fixed_inputs, is_scalar, nested_jaxprs
-
-
-def _is_int_scalar(v) -> bool:
-    return v.aval.shape == () and np.issubdtype(v.aval.dtype, np.integer)
+from .analysis import is_int_scalar as _is_int_scalar
 
 
 class SizeError(ValueError):
