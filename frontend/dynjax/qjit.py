@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import types
 import warnings
 from typing import Callable, Dict, Optional
 
@@ -171,13 +172,15 @@ class QJIT:
     def _dynamic_args(self, args):
         return [a for i, a in enumerate(args) if i not in self.static_argnums]
 
-    def _trace(self, args, kwargs, akey=None) -> _Entry:
+    def _trace(self, args, kwargs, akey=None, static_kwargs=()) -> _Entry:
         if akey is not None:
             explain.maybe(explain.recompiles, lambda: explain.trace_reason(
                 getattr(self.fun, "__name__", "function"), akey, self._by_abstract.keys(),
                 lambda k: f"argument {self._position(k)} ({self._param_name(self._position(k))})"))
         nargs = len(self._dynamic_args(args))
-        traced = trace_function(self.fun, args, kwargs, self.static_argnums, self._effective_axes(nargs))
+        fun = (functools.partial(self.fun, **{n: v for n, (_, v) in static_kwargs})
+               if static_kwargs else self.fun)
+        traced = trace_function(fun, args, kwargs, self.static_argnums, self._effective_axes(nargs))
         self.traces += 1
         return _Entry(traced, self.stats, self._describe_input_fn(traced))
 
@@ -194,7 +197,7 @@ class QJIT:
             return sig.leaf_where[i - nimp]
         return describe
 
-    def _abstract_key(self, args, kwargs):
+    def _abstract_key(self, args, kwargs, static_kwargs=()):
         """The cache key of a trace: structures, dtypes, shapes with abstracted axes erased,
         and the static arguments."""
         dyn = self._dynamic_args(args)
@@ -215,7 +218,7 @@ class QJIT:
         statics = tuple(_hashable(args[i], i) for i in self.static_argnums if i < len(args))
         kw_leaves, kw_tree = pytree.tree_flatten(kwargs)
         kw = (kw_tree, tuple((leaf_aval(x, "keyword argument").dtype, np.shape(x)) for x in kw_leaves))
-        return (tuple(parts), statics, kw)
+        return (tuple(parts), statics, kw, static_kwargs)
 
     def _position(self, k):
         """The position among all arguments of the k-th non-static argument."""
@@ -227,6 +230,14 @@ class QJIT:
         return i
 
     # --- calling ---------------------------------------------------------------------------
+    def __get__(self, obj, objtype=None):
+        """Bind like a function, so that ``qjit`` decorates methods: ``instance.method(x)``
+        calls this object with the instance first (static when ``static_argnums`` names
+        position 0, else a pytree argument like any other, as with ``jax.jit``)."""
+        if obj is None:
+            return self
+        return types.MethodType(self, obj)
+
     def __call__(self, *args, **kwargs):
         # Fast path: positional arguments seen before, whose trace is one executable: look it
         # up and run it, nothing else. The keys hold what the executable bakes in. (Spelled
@@ -271,7 +282,7 @@ class QJIT:
             # itself under the caller's interpreters (inlined into its trace)
             return self.fun(*args, **kwargs)
         self._check_call(args, kwargs)
-        args, kwargs = self._bind_kwargs(args, kwargs)
+        args, kwargs, static_kwargs = self._bind_kwargs(args, kwargs)
         args = self._lists_as_arrays(args)
         self.calls += 1
         # One rule for what an argument is, on every path: a pytree whose leaves are arrays or
@@ -280,13 +291,14 @@ class QJIT:
         leaves, tree = pytree.tree_flatten((self._dynamic_args(args), kwargs))
         try:
             key = (tree, tuple([_leaf_key(x) for x in leaves]),
-                   tuple(_hashable(args[i], i) for i in self.static_argnums if i < len(args)))
+                   tuple(_hashable(args[i], i) for i in self.static_argnums if i < len(args)),
+                   static_kwargs)
             hash(key)
         except TypeError:
             key = None
         entry = self._by_concrete.get(key) if key is not None else None
         if entry is None:
-            entry = self._lookup(args, kwargs)
+            entry = self._lookup(args, kwargs, static_kwargs)
             if key is not None:
                 self._by_concrete.put(key, entry)
         self._last = entry
@@ -353,29 +365,28 @@ class QJIT:
         return named_lists_as_arrays(args, self.static_argnums, self._effective_axes(nargs))
 
     def _bind_kwargs(self, args, kwargs):
-        """Move keyword arguments that name positional parameters into ``args``; keyword-only
-        parameters stay keywords. Returns ``(args, kwargs)``."""
+        """Move keyword arguments that name the next positional parameters into ``args``, as
+        far as no parameter in between is left to its default; the rest stay keywords, and
+        those named in ``static_argnames`` are static. A default that is not passed is never
+        an argument: the function receives it from Python, baked into the trace like a
+        static argument (as in ``jax.jit``). Returns ``(args, kwargs, static_kwargs)``, the
+        last a sorted tuple of ``(name, (type, value))``."""
         if not kwargs or self.signature is None:
-            return args, kwargs
-        params = list(self.signature.parameters.values())
+            return args, kwargs, ()
         args, kwargs = list(args), dict(kwargs)
-        for p in params[len(args):]:
-            if p.kind not in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD):
+        for p in list(self.signature.parameters.values())[len(args):]:
+            if p.kind not in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) or p.name not in kwargs:
                 break
-            if p.name in kwargs:
-                args.append(kwargs.pop(p.name))
-            elif p.default is not inspect.Parameter.empty and any(
-                    q.name in kwargs for q in params[len(args) + 1:]
-                    if q.kind is q.POSITIONAL_OR_KEYWORD):
-                args.append(p.default)
-            else:
-                break
-        return tuple(args), kwargs
+            args.append(kwargs.pop(p.name))
+        static = tuple(sorted((n, _hashable(kwargs.pop(n), n)) for n in self.static_argnames
+                              if n in kwargs))
+        return tuple(args), kwargs, static
 
-    def _lookup(self, args, kwargs) -> _Entry:
+    def _lookup(self, args, kwargs, static_kwargs=()) -> _Entry:
         args = self._check_aot(args)
-        akey = self._abstract_key(args, kwargs)
-        return self._by_abstract.get_or_fill(akey, lambda: self._trace(args, kwargs, akey))
+        akey = self._abstract_key(args, kwargs, static_kwargs)
+        return self._by_abstract.get_or_fill(
+            akey, lambda: self._trace(args, kwargs, akey, static_kwargs))
 
     def _check_aot(self, args):
         """Check arguments against the annotations; returns them cast to the annotated dtypes.
@@ -493,9 +504,9 @@ class QJIT:
         formulas in the dynamic dims (``dynjax.cost_model``)."""
         from .cost_model import jaxpr_cost, parameter_names
         self._check_call(args, kwargs)
-        args, kwargs = self._bind_kwargs(args, kwargs)
+        args, kwargs, static_kwargs = self._bind_kwargs(args, kwargs)
         args = self._lists_as_arrays(args)
-        jaxpr = self._lookup(args, kwargs).traced.closed_jaxpr.jaxpr
+        jaxpr = self._lookup(args, kwargs, static_kwargs).traced.closed_jaxpr.jaxpr
         return jaxpr_cost(jaxpr, names=parameter_names(jaxpr, self.fun, args, self.static_argnums))
 
     def cache_info(self) -> Dict[str, int]:

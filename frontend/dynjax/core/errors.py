@@ -11,11 +11,18 @@ import functools
 import os
 import types
 
-_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# The package's own directory, with a trailing separator: a user's file in a sibling folder
+# whose name merely starts with "dynjax" is not inside the package.
+_PACKAGE_PREFIX = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+
+
+def in_package(filename: str) -> bool:
+    """Whether ``filename`` is one of dynjax's own source files."""
+    return filename.startswith(_PACKAGE_PREFIX)
 
 
 def _is_internal(tb) -> bool:
-    return tb.tb_frame.f_code.co_filename.startswith(_PACKAGE_DIR)
+    return in_package(tb.tb_frame.f_code.co_filename)
 
 
 def filter_traceback(tb):
@@ -54,7 +61,7 @@ def user_stacklevel() -> int:
     """The ``stacklevel`` for ``warnings.warn`` that points at the caller's own code."""
     import sys
     level, f = 1, sys._getframe(1)
-    while f is not None and f.f_code.co_filename.startswith(_PACKAGE_DIR):
+    while f is not None and in_package(f.f_code.co_filename):
         level += 1
         f = f.f_back
     return level

@@ -11,26 +11,23 @@ Numpy arrays met while tracing become constvars of the outermost jaxpr.
 from __future__ import annotations
 
 import math
-import os
 import sys
 from typing import Dict, List, Optional, Sequence
 
 import numpy as np
 
 from .avals import OutDBIdx, aval_of_value, is_integer_dtype, make_aval
+from .errors import in_package
 from .jaxpr import Jaxpr, JaxprEqn, Literal, Var
 from .primitive import abstract_eval_rules, effectful_primitives, symbolic_rules
 from .symbolic import Expr, Symbol, single_symbols
 from .trace import Trace, Tracer, new_trace, next_level
 
-_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
 def user_frame():
     """(filename, lineno) of the innermost stack frame outside dynjax, or None."""
     f = sys._getframe(1)
     while f is not None:
-        if not f.f_code.co_filename.startswith(_PACKAGE_DIR):
+        if not in_package(f.f_code.co_filename):
             return (f.f_code.co_filename, f.f_lineno)
         f = f.f_back
     return None
@@ -112,11 +109,12 @@ class JaxprTrace(Trace):
                 if s.owner is self:
                     s.assume_nonnegative()
 
-    def new_arg(self, aval, name: Optional[str] = None, size: bool = False) -> StagingTracer:
+    def new_arg(self, aval, name: Optional[str] = None, size: bool = False, sym=None) -> StagingTracer:
         """A new input of this scope; an integer scalar is a fresh symbol (named ``name``,
-        and known to be >= 0 when it is a ``size``)."""
-        sym = None
-        if _is_int_scalar(aval):
+        and known to be >= 0 when it is a ``size``), unless ``sym`` gives its value: an
+        expression of enclosing scopes' sizes that the input is known to equal on every
+        run (a cond operand, a loop-invariant carried size)."""
+        if sym is None and _is_int_scalar(aval):
             sym = Expr.symbol(Symbol(name or self._symbol_name(), lo=0 if size else -math.inf, owner=self))
         t = self._new_tracer(aval, sym)
         self.invars.append(self.atoms[id(t)])

@@ -55,7 +55,6 @@ def trace_reason(fun_name: str, new, old_keys: Sequence, describe_arg: Callable[
     difference from the closest signature traced before."""
     if not old_keys:
         return f"trace {fun_name}: first call"
-    parts, statics, kw = new
     best = None
     for old in old_keys:
         diffs = _signature_diffs(new, old, describe_arg)
@@ -65,7 +64,7 @@ def trace_reason(fun_name: str, new, old_keys: Sequence, describe_arg: Callable[
 
 
 def _signature_diffs(new, old, describe_arg) -> list:
-    (parts, statics, kw), (oparts, ostatics, okw) = new, old
+    (parts, statics, kw, static_kw), (oparts, ostatics, okw, ostatic_kw) = new, old
     out = []
     if len(parts) != len(oparts):
         return [f"{len(parts)} arguments (before: {len(oparts)})"]
@@ -88,6 +87,8 @@ def _signature_diffs(new, old, describe_arg) -> list:
                                           "an array where a Python scalar was passed"))
     if statics != ostatics:
         out.append(f"static arguments {_values(ostatics)} -> {_values(statics)}")
+    if static_kw != ostatic_kw:
+        out.append(f"static keyword arguments {_named_values(ostatic_kw)} -> {_named_values(static_kw)}")
     if kw != okw:
         out.append("keyword arguments changed")
     return out
@@ -95,6 +96,10 @@ def _signature_diffs(new, old, describe_arg) -> list:
 
 def _values(statics) -> str:
     return "(" + ", ".join(repr(v) for _, v in statics) + ")"
+
+
+def _named_values(static_kw) -> str:
+    return "(" + ", ".join(f"{n}={v!r}" for n, (_, v) in static_kw) + ")"
 
 
 def compile_reason(kind: str, key, old_keys: Iterable, describe: Callable[[int], str],
