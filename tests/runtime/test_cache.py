@@ -19,6 +19,7 @@ DYN = """func.func @main(%n: tensor<i64>, %x: tensor<?xf64>) -> tensor<?xf64> {
 @pytest.fixture
 def cache_env(tmp_path, monkeypatch):
     monkeypatch.setenv("DYNJAX_CACHE_DIR", str(tmp_path / "c"))
+    monkeypatch.setenv("DYNJAX_CACHE_KEY_FILE", str(tmp_path / "key" / "cache-key"))
     monkeypatch.delenv("DYNJAX_DISABLE_DISK_CACHE", raising=False)
     return tmp_path / "c"
 
@@ -116,8 +117,10 @@ def test_unwritable_dir_still_compiles(tmp_path, monkeypatch):
     f = tmp_path / "file"
     f.write_text("x")
     monkeypatch.setenv("DYNJAX_CACHE_DIR", str(f / "sub"))  # cannot be created
+    monkeypatch.setenv("DYNJAX_CACHE_KEY_FILE", str(tmp_path / "key" / "cache-key"))
     monkeypatch.delenv("DYNJAX_DISABLE_DISK_CACHE", raising=False)
-    exe, hit = rt.compile_cached(_module(2), return_hit=True)
+    with pytest.warns(RuntimeWarning, match="cannot create"):
+        exe, hit = rt.compile_cached(_module(2), return_hit=True)
     assert hit is False
     _check(exe, 2)
 

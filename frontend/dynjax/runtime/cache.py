@@ -4,6 +4,9 @@ Environment variables (all read on every call, so tests can monkeypatch them):
 
 ``DYNJAX_CACHE_DIR``
     The cache directory.  Unset: ``$XDG_CACHE_HOME/dynjax``, else ``~/.cache/dynjax``.
+``DYNJAX_CACHE_KEY_FILE``
+    The file holding the secret that authenticates the entries.  Unset:
+    ``$XDG_CONFIG_HOME/dynjax/cache-key``, else ``~/.config/dynjax/cache-key``.
 ``DYNJAX_DISABLE_DISK_CACHE``
     ``1`` (or ``true``, ``yes``, ``on``) turns the cache off: nothing is read or written.
 ``DYNJAX_DISK_CACHE_MAX_BYTES``
@@ -11,15 +14,57 @@ Environment variables (all read on every call, so tests can monkeypatch them):
     suffix multiplies by 1024, 1024**2, 1024**3.  Default :data:`DEFAULT_MAX_BYTES` (1 GiB);
     ``0`` means no cap.  An invalid value warns and uses the default.
 
+Trust model.  An entry is native code that this process will run, so whoever can make
+the process load an entry of their choosing can run code as its user.  Anyone who can
+write the cache directory (or an entry in it) can plant, replace, truncate or delete
+entries; so the cache trusts nothing in the directory and *authenticates* every entry
+with HMAC-SHA256 under a per-user secret of 32 random bytes, kept **outside** the cache
+directory, in the key file.  A forged entry, another program's entry moved or copied to
+this name (the MAC covers the key), an entry written under another secret (another user's,
+or before the key file was replaced) or of an older format, are all refused: the module is
+compiled again and the entry overwritten (atomically).  What is protected, then, depends
+on the key file alone: whoever can read it (this user, root) can forge entries -- they can
+run code as this user anyway --; whoever cannot, can make the cache recompile (delete
+entries, fill the disk, change mtimes and so the eviction order), never run their code.
+Entries are not secret (an entry is a compiled program, and the key is a hash of its
+module), and an older valid entry of the same key is the same program, so replaying one is
+harmless.  The checks that keep the secret and the directory private:
+
+* The key file is created on first use, with 32 bytes from :mod:`secrets`, mode 0600, in
+  a directory made 0700 (whatever the umask), as a temporary file (``O_CREAT|O_EXCL``)
+  hard-linked into place, so that concurrent processes agree on one secret and never read
+  a partial one.  It is refused -- the disk cache is then not used: memory only, one
+  warning -- when it is a symbolic link or not a regular file (it is opened with
+  ``O_NOFOLLOW|O_NONBLOCK``, a FIFO cannot block), not owned by this user, readable or
+  writable by group or others, not 32 bytes long, or in a directory that is not owned by
+  this user or is writable by group or others.  Deleting the key file rotates the secret:
+  every entry is then refused once and rewritten.
+* The cache directory, and every missing parent, is created 0700 (whatever the umask).
+  A directory not owned by this user, or writable by group or others, is refused (memory
+  only, one warning).  A symlink to a directory is followed (the target is checked).
+* An entry is opened only if it is a regular file (``lstat``, then ``open`` with
+  ``O_NOFOLLOW|O_NONBLOCK`` and ``fstat``: a symbolic link, a FIFO, a device or a
+  directory in place of an entry is never read, never blocks), is no larger than the cap,
+  and is handed to XLA only after its MAC is verified (``hmac.compare_digest``).
+
+What is *not* authenticated: whether an entry exists (deleting one costs a compile), its
+mtime (the eviction order), the directory listing, and the module text (not stored: the
+entry's name is a hash of it).  A failing write (disk full, quota, read-only directory)
+leaves the call working: the executable stays in memory, one warning per directory.
+
 Key: sha256 over (entry format, jaxlib version, dynjax version, backend
 fingerprint -- platform and CPU features --, compile options, static module).
 Each entry ``<key>.xlaexe`` is::
 
-    MAGIC | key (64 ascii hex) | sha256(payload) (32 bytes) | len(payload) (u64 LE) | payload
+    MAGIC | key (64 ascii hex) | mac (32 bytes) | len(payload) (u64 LE) | payload
+
+with ``mac = HMAC-SHA256(secret, MAGIC | key | len(payload) | payload)``: the whole entry
+but the mac itself.  ``MAGIC`` names the format version (v2: the mac; v1 held a plain
+sha256, which anyone could recompute); entries of another version are refused.
 
 It is written to a temporary file in the same directory and renamed into
 place, so readers never see a partial entry.  On read, magic, key, length and
-checksum are all validated *before* the payload is handed to XLA (loading a
+MAC are all validated *before* the payload is handed to XLA (loading a
 garbage executable may crash the process); an entry that fails any check, or
 that XLA refuses, is deleted and the module recompiled.
 
@@ -44,19 +89,24 @@ already opened an entry reads it whole.
 from __future__ import annotations
 
 import hashlib
+import hmac
 import os
 import re
+import secrets
+import stat
 import struct
-import tempfile
 import threading
 import time
 import warnings
+from os import write as _os_write          # module attributes: tests make them fail
 from pathlib import Path
+from tempfile import mkstemp as _mkstemp
 
 from . import xla
 
 __all__ = [
     "cache_dir",
+    "key_file",
     "disk_cache_enabled",
     "cache_key",
     "compile_cached",
@@ -68,9 +118,12 @@ __all__ = [
     "DEFAULT_MAX_BYTES",
 ]
 
-_FORMAT = "dynjax-exe-cache-v1"
-_MAGIC = b"DYNJAX-EXE-CACHE\x00v1\n"
-_HEADER = struct.Struct("<64s32sQ")
+_FORMAT = "dynjax-exe-cache-v2"
+_MAGIC = b"DYNJAX-EXE-CACHE\x00v2\n"
+_HEADER = struct.Struct("<64s32sQ")     # key, mac, length of the payload
+_SECRET_BYTES = 32
+# opening an entry or the key file: never through a symbolic link, never blocking on a FIFO
+_OPEN_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
 _SUFFIX = ".xlaexe"
 _TMP_PREFIX = ".tmp-"
 _KEY_CHARS = frozenset("0123456789abcdef")
@@ -83,8 +136,9 @@ _STALE_TMP_SECONDS = 3600
 
 _stats_lock = threading.Lock()
 _stats = {"hits": 0, "misses": 0, "corrupt": 0, "write_errors": 0, "disabled": 0,
-          "evictions": 0}
+          "evictions": 0, "untrusted": 0}
 _tls = threading.local()
+_warned: set = set()    # (what, path) already warned about: one warning each per process
 
 # Per directory: [estimated bytes of entries, writes since the last scan].
 _evict_lock = threading.Lock()
@@ -125,6 +179,17 @@ def cache_dir() -> Path:
     return Path.home() / ".cache" / "dynjax"
 
 
+def key_file() -> Path:
+    """The file of the secret that authenticates the entries (outside the cache directory)."""
+    f = os.environ.get("DYNJAX_CACHE_KEY_FILE")
+    if f:
+        return Path(f).expanduser()
+    base = os.environ.get("XDG_CONFIG_HOME")
+    if base and os.path.isabs(base):
+        return Path(base) / "dynjax" / "cache-key"
+    return Path.home() / ".config" / "dynjax" / "cache-key"
+
+
 _dynjax_version: str | None = None
 
 
@@ -158,12 +223,15 @@ def _count(name: str) -> None:
 
 
 def cache_stats() -> dict:
-    """Counters since start (or :func:`reset_cache_stats`): hits, misses, corrupt, write_errors, disabled, evictions."""
+    """Counters since start (or :func:`reset_cache_stats`): hits, misses, corrupt (entries
+    refused: forged, damaged, not regular files), write_errors, disabled, evictions, and
+    untrusted (compiles that did not use the disk: unsafe directory or key file)."""
     with _stats_lock:
         return dict(_stats)
 
 
 def reset_cache_stats() -> None:
+    """Set every counter of :func:`cache_stats` to zero."""
     with _stats_lock:
         for k in _stats:
             _stats[k] = 0
@@ -177,15 +245,6 @@ def last_cache_hit() -> bool | None:
 def _unlink(path: Path) -> None:
     try:
         path.unlink()
-    except OSError:
-        pass
-
-
-def _touch(path: Path) -> None:
-    """Mark an entry as used now (its mtime orders eviction); a vanished entry is fine."""
-    now = time.time_ns()
-    try:
-        os.utime(path, ns=(now, now))
     except OSError:
         pass
 
@@ -257,55 +316,245 @@ def _after_write(directory: Path, name: str, size: int, cap: int) -> None:
         _dir_state[d] = [_evict(directory, cap, keep=name), 0]
 
 
-def _load(path: Path, key: str):
-    """Return the cached executable, or None (deleting any invalid entry)."""
+# --- trust: warnings, private directories, the secret -----------------------------------------
+
+def _warn_once(what: str, path, message: str) -> None:
+    """One warning per process for each (kind of problem, path)."""
+    token = (what, str(path))
+    with _stats_lock:
+        if token in _warned:
+            return
+        _warned.add(token)
+    warnings.warn(f"dynjax disk cache: {message}; compiled executables are kept in memory only",
+                  RuntimeWarning, stacklevel=2)
+
+
+def _make_private_dir(path: Path) -> None:
+    """Create ``path`` and its missing parents, each with mode 0700 whatever the umask (an
+    existing directory is left as it is: the caller checks it)."""
+    missing = []
+    p = path
+    while not os.path.lexists(p) and p != p.parent:
+        missing.append(p)
+        p = p.parent
+    for d in reversed(missing):
+        try:
+            os.mkdir(d, 0o700)
+        except FileExistsError:   # made by another process meanwhile
+            continue
+        os.chmod(d, 0o700)        # the umask may have taken bits away (never added any)
+
+
+def _unsafe_owner_or_mode(st, what: str) -> str | None:
+    """Why a file or directory with this ``stat`` is not private to this user, or None."""
+    uid = os.getuid()
+    if st.st_uid != uid:
+        return f"{what} is owned by uid {st.st_uid}, not by this user (uid {uid})"
+    if st.st_mode & 0o022:
+        return f"{what} is writable by group or others (mode {stat.S_IMODE(st.st_mode):04o})"
+    return None
+
+
+def _check_dir(path: Path, what: str) -> str | None:
+    """Why the directory ``path`` cannot be trusted, or None (a symlink is followed)."""
+    st = os.stat(path)
+    if not stat.S_ISDIR(st.st_mode):
+        return f"{what} {path} is not a directory"
+    return _unsafe_owner_or_mode(st, f"{what} {path}")
+
+
+def _read_all(fd: int, limit: int) -> bytes:
+    """At most ``limit`` bytes from ``fd``."""
+    parts, n = [], 0
+    while n < limit:
+        b = os.read(fd, min(limit - n, 1 << 24))
+        if not b:
+            break
+        parts.append(b)
+        n += len(b)
+    return b"".join(parts)
+
+
+def _write_all(fd: int, data) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[_os_write(fd, view):]
+
+
+def _create_secret(path: Path) -> None:
+    """Write a new secret to ``path``: a temporary file (``O_CREAT|O_EXCL``, 0600) hard-linked
+    into place, so that the key file appears whole or not at all, and a key file another
+    process created first is kept (FileExistsError)."""
+    secret = secrets.token_bytes(_SECRET_BYTES)
+    tmp = path.parent / f".tmp-key-{secrets.token_hex(8)}"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0), 0o600)
     try:
-        with open(path, "rb") as f:
-            blob = f.read()
+        os.fchmod(fd, 0o600)
+        view = memoryview(secret)
+        while view:
+            view = view[os.write(fd, view):]
+        os.fsync(fd)
+        os.close(fd)
+        fd = -1
+        os.link(tmp, path)
+    finally:
+        if fd >= 0:
+            os.close(fd)
+        _unlink(tmp)
+
+
+def _read_secret(path: Path) -> tuple[bytes | None, str | None]:
+    """(the secret, None), or (None, why the key file is refused), or (None, None) when it
+    does not exist."""
+    try:
+        st = os.lstat(path)
     except FileNotFoundError:
+        return None, None
+    if stat.S_ISLNK(st.st_mode):
+        return None, f"the key file {path} is a symbolic link"
+    if not stat.S_ISREG(st.st_mode):
+        return None, f"the key file {path} is not a regular file"
+    try:
+        fd = os.open(path, _OPEN_FLAGS)
+    except FileNotFoundError:
+        return None, None
+    except OSError as e:
+        return None, f"cannot open the key file {path}: {e.strerror}"
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            return None, f"the key file {path} is not a regular file"
+        why = _unsafe_owner_or_mode(st, f"the key file {path}")
+        if why is None and st.st_mode & 0o077:
+            why = f"the key file {path} is readable by group or others (mode {stat.S_IMODE(st.st_mode):04o})"
+        if why is not None:
+            return None, why
+        secret = _read_all(fd, _SECRET_BYTES + 1)
+    finally:
+        os.close(fd)
+    if len(secret) != _SECRET_BYTES:
+        return None, f"the key file {path} does not hold a {_SECRET_BYTES}-byte key"
+    return secret, None
+
+
+def _secret() -> bytes | None:
+    """The secret that authenticates the entries (created on first use), or None (after one
+    warning) when the key file or its directory cannot be trusted or made."""
+    path = key_file()
+    try:
+        _make_private_dir(path.parent)
+        why = _check_dir(path.parent, "the directory of the key file")
+        if why is None:
+            secret, why = _read_secret(path)
+            if secret is None and why is None:
+                try:
+                    _create_secret(path)
+                except FileExistsError:   # another process created it first: use theirs
+                    pass
+                secret, why = _read_secret(path)
+                if secret is None and why is None:
+                    why = f"the key file {path} vanished after it was created"
+    except OSError as e:
+        why = f"cannot create or read the key file {path}: {e.strerror or e}"
+    if why is not None:
+        _warn_once("key", path, why)
         return None
+    return secret
+
+
+def _mac(secret: bytes, key: bytes, length: int, payload) -> bytes:
+    """HMAC-SHA256 of everything an entry holds but the mac: magic, key, length, payload."""
+    m = hmac.new(secret, _MAGIC, hashlib.sha256)
+    m.update(key)
+    m.update(struct.pack("<Q", length))
+    m.update(payload)
+    return m.digest()
+
+
+# --- entries ----------------------------------------------------------------------------------
+
+def _refuse(path: Path) -> None:
+    """An entry that failed a check: counted, and removed (the directory is ours; a symbolic
+    link or a FIFO is removed, not what it points to, and a directory stays)."""
+    _count("corrupt")
+    _unlink(path)
+
+
+def _load(path: Path, key: str, secret: bytes):
+    """Return the cached executable, or None (deleting any invalid entry). Only a regular
+    file is opened (never through a symlink, never blocking), and its MAC is checked before
+    the payload reaches XLA."""
+    try:
+        st = os.lstat(path)
     except OSError:
         return None
-    n0 = len(_MAGIC)
-    ok = len(blob) >= n0 + _HEADER.size and blob.startswith(_MAGIC)
-    if ok:
-        k, digest, length = _HEADER.unpack_from(blob, n0)
-        payload = memoryview(blob)[n0 + _HEADER.size:]
-        ok = (k == key.encode() and length == len(payload)
-              and hashlib.sha256(payload).digest() == digest)
-    if not ok:
-        _count("corrupt")
-        _unlink(path)
+    cap = disk_cache_max_bytes()
+    if not stat.S_ISREG(st.st_mode) or (0 < cap < st.st_size):
+        _refuse(path)
         return None
     try:
-        exe = xla.deserialize(bytes(payload))
-    except Exception:
-        _count("corrupt")
-        _unlink(path)
+        fd = os.open(path, _OPEN_FLAGS)
+    except OSError:   # gone meanwhile, or replaced by a symlink (ELOOP)
         return None
-    _touch(path)
-    return exe
+    try:
+        fst = os.fstat(fd)
+        if not stat.S_ISREG(fst.st_mode) or (0 < cap < fst.st_size):
+            _refuse(path)
+            return None
+        blob = _read_all(fd, fst.st_size)
+        n0 = len(_MAGIC)
+        ok = len(blob) >= n0 + _HEADER.size and blob.startswith(_MAGIC)
+        if ok:
+            k, mac, length = _HEADER.unpack_from(blob, n0)
+            payload = memoryview(blob)[n0 + _HEADER.size:]
+            ok = (k == key.encode() and length == len(payload)
+                  and hmac.compare_digest(mac, _mac(secret, k, length, payload)))
+        if not ok:
+            _refuse(path)
+            return None
+        try:
+            exe = xla.deserialize(bytes(payload))
+        except Exception:
+            _refuse(path)
+            return None
+        now = time.time_ns()
+        try:   # a hit: the entry's mtime orders eviction
+            os.utime(fd, ns=(now, now))
+        except OSError:
+            pass
+        return exe
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
 
 
-def _store(directory: Path, path: Path, key: str, exe) -> None:
+def _store(directory: Path, path: Path, key: str, exe, secret: bytes) -> None:
     try:
         payload = xla.serialize(exe)
-        header = _MAGIC + _HEADER.pack(key.encode(), hashlib.sha256(payload).digest(), len(payload))
+        kb = key.encode()
+        header = _MAGIC + _HEADER.pack(kb, _mac(secret, kb, len(payload), payload), len(payload))
         size = len(header) + len(payload)
         cap = disk_cache_max_bytes()
         if 0 < cap < size:
             return  # larger than the whole cache: not stored
-        directory.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=directory, prefix=_TMP_PREFIX, suffix=_SUFFIX)
+        fd, tmp = _mkstemp(dir=directory, prefix=_TMP_PREFIX, suffix=_SUFFIX)   # mode 0600
         try:
-            with os.fdopen(fd, "wb") as f:
-                f.write(header)
-                f.write(payload)
-            _touch(Path(tmp))  # a fine-grained mtime: the newest entry is the last to go
+            try:
+                _write_all(fd, header)
+                _write_all(fd, payload)
+                now = time.time_ns()   # a fine-grained mtime: the newest entry is the last to go
+                os.utime(fd, ns=(now, now))
+            finally:
+                os.close(fd)
             os.replace(tmp, path)
         except BaseException:
             _unlink(Path(tmp))
             raise
+    except OSError as e:   # disk full, quota, read-only: the executable stays in memory
+        _count("write_errors")
+        _warn_once("write", directory, f"cannot write to {directory}: {e.strerror or e}")
+        return
     except Exception:
         _count("write_errors")
         return
@@ -320,25 +569,50 @@ def compile_cached(static_module, *, return_hit: bool = False):
 
     Returns the :class:`~dynjax.runtime.xla.Executable`, or ``(executable, hit)``
     when ``return_hit=True``.  ``hit`` is True when the executable was loaded
-    from disk, False when it was compiled (and stored), None when the disk
-    cache is disabled.  :func:`last_cache_hit` reports the same value.
+    from disk, False when it was compiled (and stored, if the directory can be
+    written), None when the disk cache is disabled, or refused (an unsafe
+    directory or key file: see the module docstring).  :func:`last_cache_hit`
+    reports the same value.
     """
     if not disk_cache_enabled():
         _count("disabled")
         _tls.hit = None
         exe = xla.compile(static_module)
         return (exe, None) if return_hit else exe
-    key = cache_key(static_module)
     directory = cache_dir()
+    usable = True
+    try:
+        _make_private_dir(directory)
+    except OSError as e:   # cannot be created: compile, and keep the executable in memory
+        _count("write_errors")
+        _warn_once("write", directory, f"cannot create {directory}: {e.strerror or e}")
+        usable = False
+    secret = None
+    if usable:
+        try:
+            why = _check_dir(directory, "the cache directory")
+        except OSError as e:
+            why = f"cannot inspect the cache directory {directory}: {e.strerror or e}"
+        if why is not None:
+            _warn_once("directory", directory, why)
+        else:
+            secret = _secret()
+        if secret is None:
+            _count("untrusted")
+            _tls.hit = None
+            exe = xla.compile(static_module)
+            return (exe, None) if return_hit else exe
+    key = cache_key(static_module)
     path = directory / (key + _SUFFIX)
-    exe = _load(path, key)
+    exe = _load(path, key, secret) if usable else None
     hit = exe is not None
     if hit:
         _count("hits")
     else:
         _count("misses")
         exe = xla.compile(static_module)
-        _store(directory, path, key, exe)
+        if usable:
+            _store(directory, path, key, exe, secret)
     _tls.hit = hit
     return (exe, hit) if return_hit else exe
 
