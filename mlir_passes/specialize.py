@@ -220,6 +220,65 @@ def _static_arg_type(spec, declared: ir.Type, index: int) -> ir.Type:
     return t
 
 
+_HALF = 1 << 31
+
+
+def _walk(op, out):
+    for region in op.regions:
+        for block in region.blocks:
+            for inner in block.operations:
+                if inner.operation.name == "stablehlo.get_dimension_size":
+                    out.append(inner.operation)
+                _walk(inner.operation, out)
+    return out
+
+
+def _exact_dimension_sizes(m: ir.Module) -> None:
+    """Make every ``get_dimension_size`` widened to ``i64`` exact for axes of ``2**31``
+    elements or more.
+
+    ``stablehlo.get_dimension_size`` is 32-bit, and refinement folds it to ``n mod 2**32``
+    (as a signed ``i32``): an axis of ``2**31 + 16`` elements would read as ``-2147483632``.
+    Each ``convert`` of it to ``i64`` is replaced by ``(q - (lo != 0)) * 2**31 + lo``, where
+    ``lo = n mod 2**31`` (the low 31 bits of the 32-bit size) and ``q = ceil(n / 2**31)`` is
+    the (small) size of a ``reduce_window`` with stride ``2**31`` along that axis. Everything
+    folds to one ``i64`` constant, and the ``reduce_window`` is then dead and erased.
+    """
+    i1, i32, i64 = (ir.IntegerType.get_signless(w) for w in (1, 32, 64))
+    t_i1, t_i32, t_i64 = (ir.RankedTensorType.get([], t) for t in (i1, i32, i64))
+
+    def const(v, t):
+        return stablehlo.constant(ir.DenseElementsAttr.get_splat(t, ir.IntegerAttr.get(t.element_type, v)))
+    for size_op in _walk(m.operation, []):
+        wides = [u.owner for u in size_op.results[0].uses
+                 if u.owner.name == "stablehlo.convert" and u.owner.results[0].type == t_i64]
+        if not wides:
+            continue
+        x = size_op.operands[0]
+        axis = ir.IntegerAttr(size_op.attributes["dimension"]).value
+        xt = ir.RankedTensorType(x.type)
+        dyn = ir.ShapedType.get_dynamic_size()
+        for wide in wides:
+            with ir.InsertionPoint(wide):
+                flags = stablehlo.CompareOp(x, x, stablehlo.ComparisonDirectionAttr.get("EQ"),
+                                            results=[ir.RankedTensorType.get(xt.shape, i1)]).result
+                strides = [_HALF if k == axis else 1 for k in range(xt.rank)]
+                window = stablehlo.ReduceWindowOp([ir.RankedTensorType.get([dyn] * xt.rank, i1)], [flags],
+                                                  [const(0, t_i1)], [1] * xt.rank, window_strides=strides)
+                body = window.regions[0].blocks.append(t_i1, t_i1)
+                with ir.InsertionPoint(body):
+                    stablehlo.ReturnOp([body.arguments[0]])
+                q = stablehlo.convert(t_i64, stablehlo.GetDimensionSizeOp(window.results[0], axis,
+                                                                           results=[t_i32]).result)
+                lo = stablehlo.and_(stablehlo.convert(t_i64, size_op.results[0]), const(_HALF - 1, t_i64))
+                nonzero = stablehlo.CompareOp(lo, const(0, t_i64),
+                                              stablehlo.ComparisonDirectionAttr.get("NE")).result
+                whole = stablehlo.subtract(q, stablehlo.select(nonzero, const(1, t_i64), const(0, t_i64)))
+                exact = stablehlo.add(stablehlo.multiply(whole, const(_HALF, t_i64)), lo)
+            wide.results[0].replace_all_uses_with(exact)
+            wide.erase()
+
+
 _ERR_OP = re.compile(r"error: '([\w.]+)' op (.*)")
 
 
@@ -307,6 +366,7 @@ def specialize(module, arg_types: Sequence, dim_values: Mapping[int, int] | None
                         call_args.append(a if a.type == t else stablehlo.convert(t, a))
                 call = func.CallOp(results, ir.FlatSymbolRefAttr.get(_DYN_NAME), call_args)
                 func.ReturnOp(call.results)
+            _exact_dimension_sizes(m)
             buf = io.BytesIO()
             m.operation.write_bytecode(file=buf)
         try:

@@ -105,6 +105,45 @@ class Cost:
 
     evaluate = at
 
+    # --- read like a dict (as JAX's cost_analysis result): cost["flops"] ------------------------
+    def __getitem__(self, name: str):
+        """``cost["flops"]``: the count as an ``int`` when it depends on no size (loop trip
+        counts included), else its formula (an ``Expr``; ``at()`` evaluates it)."""
+        if name not in _FIELDS:
+            raise KeyError(f"cost: no count named {name!r} (the counts are {', '.join(_FIELDS)})")
+        e = getattr(self, name)
+        if not _symbols_of(e):
+            return int(e)
+        env = _Env({})
+        try:   # symbols bound by definitions (a constant trip count) have values
+            for syms, value in self.definitions:
+                if any(s in _symbols_of(e) for s in syms) or isinstance(value, Expr):
+                    env.run(((syms, value),))
+            return env.eval(e)
+        except KeyError:     # some size has no value: the formula
+            return e
+
+    def keys(self):
+        return _FIELDS
+
+    def values(self):
+        return tuple(self[k] for k in _FIELDS)
+
+    def items(self):
+        return tuple((k, self[k]) for k in _FIELDS)
+
+    def get(self, name: str, default=None):
+        return self[name] if name in _FIELDS else default
+
+    def __contains__(self, name) -> bool:
+        return name in _FIELDS
+
+    def __iter__(self):
+        return iter(_FIELDS)
+
+    def __len__(self):
+        return len(_FIELDS)
+
 
 _FIELDS = ("flops", "transcendentals", "bytes_read", "bytes_written")
 

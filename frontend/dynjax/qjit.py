@@ -448,6 +448,8 @@ class QJIT:
                                 f"{dtype}")
             return x.astype(dtype)
         if t in (int, float, bool) or isinstance(x, np.generic):
+            if (t is int or isinstance(x, np.integer)) and dtype.kind in "iu":
+                _check_int_range(x, dtype, sig.leaf_where[i])
             return np.asarray(x, dtype=dtype)
         if isinstance(x, (list, tuple)):
             return np.asarray(x, dtype=dtype)
@@ -555,6 +557,16 @@ def _cast_scalar(x, kind, where):
             kind is not bool and arr.dtype == np.bool_):
         raise TypeError(f"{where} is annotated {kind.__name__} but got {type(x).__name__} {x!r}")
     return kind(arr)
+
+
+def _check_int_range(x, dtype, where):
+    """An integer argument that does not fit its traced dtype (``np.uint64(2**64 - 1)`` for an
+    ``i64`` size) is an error, not a silent wrap-around to a negative size."""
+    v, info = int(x), np.iinfo(dtype)
+    if not info.min <= v <= info.max:
+        raise ValueError(f"{where} is {v}, too large for {np.dtype(dtype).name} (integer arguments "
+                         f"and sizes must lie in [{info.min}, {info.max}])" if v > info.max else
+                         f"{where} is {v}, below the smallest {np.dtype(dtype).name} ({info.min})")
 
 
 def _hashable(x, i):

@@ -97,6 +97,25 @@ class Expr:
             return self.terms[0][1]
         return None
 
+    # --- conversion to a number: only a closed expression (no free dims) has one ------------
+    def _closed_value(self, what: str) -> int:
+        c = self.as_const()
+        if c is None:
+            names = sorted({s.name for s in _free_symbols(self)})
+            raise TypeError(f"{what} of the size expression `{to_str(self)}` is not possible: it "
+                            f"depends on the free dims {', '.join(names)} (give them values, e.g. "
+                            f"Cost.at({names[0]}=...), or trace with static sizes)")
+        return c
+
+    def __int__(self):
+        return self._closed_value("int()")
+
+    def __index__(self):
+        return self._closed_value("using as an index (__index__)")
+
+    def __float__(self):
+        return float(self._closed_value("float()"))
+
     def __eq__(self, other):
         return isinstance(other, Expr) and self._hash == other._hash and _expr_key(self) == _expr_key(other)
 
@@ -165,6 +184,20 @@ class Expr:
 
     def __repr__(self):
         return to_str(self)
+
+
+def _free_symbols(e: Expr, out=None) -> set:
+    """The symbols ``e`` mentions, inside ``floordiv`` / ``max0`` atoms too."""
+    out = set() if out is None else out
+    for m, _ in e.terms:
+        for atom, _ in m:
+            if isinstance(atom, Symbol):
+                out.add(atom)
+            else:
+                for a in atom[1:]:
+                    if isinstance(a, Expr):
+                        _free_symbols(a, out)
+    return out
 
 
 def _lift(x) -> Expr:

@@ -149,6 +149,13 @@ class ConcretizationError(TypeError):
     pass
 
 
+# numpy's own indexing (``x[i]`` with ``x`` a numpy array or a list) converts the index with
+# ``__index__`` / ``__array__`` and offers no way to see a traced index
+_INDEX_HINT = (". numpy's own indexing cannot take a traced index: to index a numpy array x "
+               "with a traced value i, write jnp.getitem(x, i) (or, under qjit, "
+               "jnp.asarray(x)[i]), and jnp.at(x)[i].set(v) for an update")
+
+
 class Tracer:
     """A value under tracing. Supports the numpy array protocol of operators and methods."""
     __slots__ = ("_trace", "aval")
@@ -190,11 +197,11 @@ class Tracer:
         return self
 
     # --- conversions that need a concrete value -------------------------------------------------
-    def _concrete_error(self, what):
+    def _concrete_error(self, what, hint=""):
         return ConcretizationError(
             f"{what} needs a concrete value, but this is a traced value of type "
             f"{self.aval.str_short()}. Python control flow on traced values is not possible; "
-            "use dynjax.cond / for_loop / while_loop (or dynjax.lax.cond ...) instead")
+            "use dynjax.cond / for_loop / while_loop (or dynjax.lax.cond ...) instead" + hint)
 
     def __bool__(self):
         raise self._concrete_error("bool(x) (e.g. `if x:` or `while x:`)")
@@ -206,10 +213,10 @@ class Tracer:
         raise self._concrete_error("float(x)")
 
     def __index__(self):
-        raise self._concrete_error("using a traced value as a Python index (x.__index__)")
+        raise self._concrete_error("using a traced value as a Python index (x.__index__)", _INDEX_HINT)
 
     def __array__(self, dtype=None, copy=None):
-        raise self._concrete_error("converting a traced value to a numpy array")
+        raise self._concrete_error("converting a traced value to a numpy array", _INDEX_HINT)
 
     def __iter__(self):
         if not self.aval.shape:

@@ -28,7 +28,7 @@ from .analysis import is_int_scalar as _is_int_scalar
 from .lru import BoundedCache
 from .padded_runs import CapacityProgram, PaddedRun, compile_padded, jaxpr_of_equation, resizing_loops
 from .padding import NotPaddable, bucket, next_bucket, pad_jaxpr
-from .size_checks import check_sizes
+from .size_checks import MAX_SIZE, check_sizes
 
 
 class Stats:
@@ -160,7 +160,11 @@ class Segment:
         values = [int(args[i]) for i in self.baked]
         if any(v < 0 for v in values):
             return None
+        if self.calls_at.get(self._key(args)) is None:
+            self._check(args)   # an array too large to allocate fails here, before a bucket compiles
         bounds = tuple(bucket(v) for v in values)
+        if any(b > MAX_SIZE for b in bounds):   # a bucket beyond int64: exact sizes only
+            return None
         try:
             run = self.padded.get(bounds)
             if run is not None:

@@ -8,6 +8,7 @@ user's line.
 """
 from __future__ import annotations
 
+import os
 from typing import Dict
 
 import numpy as np
@@ -20,6 +21,30 @@ from .analysis import is_int_scalar as _is_int_scalar
 
 class SizeError(ValueError):
     pass
+
+
+#: the largest index of an int64 size: sizes are int64 from tracing to XLA
+MAX_SIZE = (1 << 63) - 1
+
+
+def max_array_bytes() -> int:
+    """The largest array a program may create, in bytes: ``$DYNJAX_MAX_ARRAY_BYTES`` when
+    set, else the machine's physical memory (an array larger than that cannot be allocated;
+    without this check XLA would be asked, and fail with RESOURCE_EXHAUSTED or worse)."""
+    raw = os.environ.get("DYNJAX_MAX_ARRAY_BYTES")
+    if raw:
+        try:
+            return int(raw)
+        except ValueError:
+            raise ValueError(f"DYNJAX_MAX_ARRAY_BYTES must be an integer number of bytes, got {raw!r}") from None
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):   # pragma: no cover - not POSIX
+        return 1 << 40
+
+
+def _gib(n: int) -> str:
+    return f"{n / (1 << 30):.1f} GiB"
 
 
 def check_sizes(jaxpr: Jaxpr, known: Dict[int, int], describe_input, input_pos: Dict[int, int]):
@@ -41,11 +66,17 @@ def check_sizes(jaxpr: Jaxpr, known: Dict[int, int], describe_input, input_pos: 
                 kind = np.asarray(a.val).dtype.kind
                 return int(a.val) if kind in "biu" else None
             return env.get(id(a))
-        producer = {}
+        producer, wrapped = {}, {}
+
+        def negative(d, val, eqn=None):
+            if id(d) in wrapped:   # np.uint64(2**64 - 1) converted to an int64 size is -1
+                return SizeError(f"{where(d, eqn)} is used as a size but is too large "
+                                 f"({wrapped[id(d)]}; sizes must be below 2**63)")
+            return SizeError(f"{where(d, eqn)} is used as a size but is negative ({val})")
         for v in jx.invars:
             for d in dims_of(v.aval):
                 if (env.get(id(d)) or 0) < 0:
-                    raise SizeError(f"{where(d)} is used as a size but is negative ({env[id(d)]})")
+                    raise negative(d, env[id(d)])
         for eqn in jx.eqns:
             if eqn.primitive in _FOLDABLE and all(is_scalar(o) for o in eqn.outvars):
                 vals = [value(a) for a in eqn.invars]
@@ -54,13 +85,16 @@ def check_sizes(jaxpr: Jaxpr, known: Dict[int, int], describe_input, input_pos: 
                     if np.issubdtype(out.dtype, np.integer):
                         env[id(eqn.outvars[0])] = int(out)
                         producer[id(eqn.outvars[0])] = eqn
+                        if eqn.primitive.name == "convert_element_type" and int(out) != vals[0]:   # wrapped
+                            wrapped[id(eqn.outvars[0])] = vals[0]
             for o in eqn.outvars:
                 for d in dims_of(o.aval):
                     val = env.get(id(d))
                     if val is not None and val < 0:
-                        raise SizeError(f"{where(d, producer.get(id(d), eqn))} is used as a size but is "
-                                        f"negative ({val})")
+                        raise negative(d, val, producer.get(id(d), eqn))
             _check_shapes(eqn, lambda d: d if isinstance(d, int) else env.get(id(d)), top=jx is jaxpr)
+            if jx is jaxpr:   # code that certainly runs: its arrays must fit in memory
+                _check_bytes(eqn, lambda d: d if isinstance(d, int) else env.get(id(d)))
             if eqn.primitive is for_loop_p and value(eqn.invars[eqn.params["body_nconsts"] + 2]) == 0:
                 loc = f" (at {eqn.source_info[0]}:{eqn.source_info[1]})" if eqn.source_info else ""
                 raise ValueError(f"for_loop: step must not be zero, the loop would never end{loc}")
@@ -98,3 +132,30 @@ def _check_shapes(eqn, size, top: bool) -> None:
                 what = "an index into" if k == 1 else f"a slice of {k} elements of"
                 raise ValueError(f"{what} axis {ax} of an array of shape {tuple(src)}, which has only "
                                  f"{n} elements{_at(eqn)}")
+
+
+def _check_bytes(eqn, size) -> None:
+    """A result array larger than ``max_array_bytes()`` (or with a size beyond int64): a
+    ``MemoryError`` naming its shape, its byte count and the user's line, before XLA is
+    asked to allocate it."""
+    for o in eqn.outvars:
+        shape = getattr(o.aval, "shape", ())
+        if not shape:
+            continue
+        dims = [size(d) for d in shape]
+        if None in dims:
+            continue
+        for d in dims:
+            if d > MAX_SIZE:
+                raise SizeError(f"an array of shape {tuple(dims)}{_at(eqn)} has a size beyond int64 "
+                                f"(sizes must be below 2**63)")
+        count = 1
+        for d in dims:
+            count *= d
+        nbytes = count * np.dtype(o.aval.dtype).itemsize
+        limit = max_array_bytes()
+        if nbytes > limit:
+            raise MemoryError(f"an array of shape {tuple(dims)} and dtype {np.dtype(o.aval.dtype).name}"
+                              f"{_at(eqn)} needs {nbytes} bytes ({_gib(nbytes)}), more than the "
+                              f"{limit} bytes ({_gib(limit)}) available (the physical memory; "
+                              "set DYNJAX_MAX_ARRAY_BYTES to change the limit)")

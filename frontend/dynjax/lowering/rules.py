@@ -965,7 +965,13 @@ def _dynamic_slice(ctx, eqn, x, *operands, slice_sizes):
     # Dynamic sizes. real_dynamic_slice only refines when its starts are constants too, and
     # starts are usually run-time values; dynamic_gather takes the sizes as an operand (it
     # becomes a static gather once they are constants), and gather clamps the start so the
-    # slice fits, exactly like dynamic_slice and the impl.
+    # slice fits, exactly like dynamic_slice and the impl. A static size on a dynamic axis
+    # (``A[:, j]``: size 1 of ``?``) may exceed the axis at run time (``A`` of shape (n, 0)
+    # in a loop that never runs): that axis is padded as in the static case.
+    fits = [int(s) if isinstance(s, int) and not isinstance(d, int) else 0
+            for s, d in zip(out.shape, a.shape)]
+    if any(fits):
+        x = _pad_to_at_least(ctx, x, a.shape, fits, a.dtype)
     start_vec = ctx.shape_tensor(starts)
     dn = hlo.GatherDimensionNumbers.get(offset_dims=list(range(n)), collapsed_slice_dims=[],
                                         operand_batching_dims=[], start_indices_batching_dims=[],

@@ -153,6 +153,7 @@ def getitem(x, idx, mode=None, fill_value=None):
             mode is not None and any(_is_int_index(i) for i in items)):
         # with a mode, integers read through the gather too (clamped or filled, never raising)
         return _advanced_getitem(x, items, mode, fill_value)
+    x, av = _pad_empty_axes(x, av, items)
     plan = _BasicPlan(av, items)
     out = _slice(x, av.shape, plan.starts, plan.sizes)
     for ax, it, step in plan.strided:
@@ -169,6 +170,33 @@ def getitem(x, idx, mode=None, fill_value=None):
         from .shape_ops import expand_dims
         out = expand_dims(out, plan.new_axes)
     return out
+
+
+def _is_static_zero(d) -> bool:
+    return isinstance(d, int) and d == 0
+
+
+def _pad_empty_axes(x, av, items):
+    """A traced integer index into an axis of static size 0 has no element to clamp to; such
+    code only runs in a body that never executes (``A[:, j]`` in ``for_loop(0, k)`` with
+    ``A`` of shape ``(n, 0)``), and it reads zeros: the axis gets one zero element, as the
+    lowering does for an axis whose size is only known at run time."""
+    axis, empty = 0, []
+    for it in items:
+        if it is None:
+            continue
+        if isinstance(it, Tracer) and _is_int_index(it) and _is_static_zero(av.shape[axis]):
+            empty.append(axis)
+        axis += 1
+    if not empty:
+        return x, av
+    from .creation import zeros
+    from .shape_ops import concatenate
+    for ax in empty:
+        shape = list(typeof(x).shape)
+        shape[ax] = 1
+        x = concatenate([x, zeros(tuple(shape), typeof(x).dtype)], axis=ax)
+    return x, typeof(x)
 
 
 class _BasicPlan:
@@ -255,9 +283,17 @@ class _MaskContinued:
 _MASK_CONTINUED = _MaskContinued()
 
 
+def _holds_tracer(seq) -> bool:
+    """Whether a nested list/tuple holds a tracer (walked in Python: numpy would ask each
+    element for ``__array__``, which a tracer cannot answer)."""
+    if isinstance(seq, (list, tuple)):
+        return any(_holds_tracer(v) for v in seq)
+    return isinstance(seq, Tracer)
+
+
 def _as_index_array(seq):
     """A list (or nested tuple) inside an index: an array, as numpy reads it."""
-    if any(isinstance(v, Tracer) for v in np.ravel(np.asarray(seq, dtype=object))):
+    if _holds_tracer(seq):
         from .creation import asarray
         return asarray(seq)
     arr = np.asarray(seq)

@@ -23,6 +23,7 @@ keeping their values.
 from __future__ import annotations
 
 import numbers
+import operator
 from typing import Any, List, Sequence
 
 import numpy as np
@@ -37,6 +38,7 @@ from ..lax import api as lax
 from ..lax import effects as P_effects
 from ..lax import primitives as P
 from ..lax.base import dims_from_operands
+from .members import MembersNeeded, members_needed, run_members
 
 __all__ = ["vmap", "BatchTrace", "BatchTracer", "batching_rules", "move_axis", "to_front", "per_member"]
 
@@ -59,6 +61,19 @@ class BatchTracer(Tracer):
 
     def __repr__(self):
         return f"BatchTracer<{self.aval.str_short()}, batch axis {self.bdim}>"
+
+    # numpy's indexing of a numpy array or a list (``x[i]``) converts the index with these and
+    # cannot be intercepted: a shared value converts; a batch whose members are concrete has
+    # ``vmap`` call the function member by member (``transforms/members.py``)
+    def __array__(self, dtype=None, copy=None):
+        if self.bdim is None:
+            return np.asarray(self.val, dtype)
+        raise members_needed(self, "converting a traced value to a numpy array")
+
+    def __index__(self):
+        if self.bdim is None:
+            return operator.index(self.val)
+        raise members_needed(self, "using a traced value as a Python index (x.__index__)")
 
 
 class BatchTrace(Trace):
@@ -617,17 +632,26 @@ def vmap_flat(fun, size, vals: Sequence[Any], dims: Sequence[Any]):
     Returns ``(out_leaves, out_dims, out_tree)``."""
     with new_trace(BatchTrace(next_level(), size)) as trace:
         ins = [BatchTracer(trace, v, d) if d is not None else v for v, d in zip(vals, dims)]
-        out = fun(*ins)
-        leaves, tree = tree_flatten(out)
-        outs, out_dims = [], []
-        for o in leaves:
-            if isinstance(o, BatchTracer) and o._trace is trace:
-                outs.append(o.val)
-                out_dims.append(o.bdim)
-            else:
-                typeof(o)
-                outs.append(o)
-                out_dims.append(None)
+        try:
+            out = fun(*ins)
+        except MembersNeeded as e:
+            if e.trace is not trace:
+                raise
+            needed = e
+        else:
+            needed = None
+            leaves, tree = tree_flatten(out)
+            outs, out_dims = [], []
+            for o in leaves:
+                if isinstance(o, BatchTracer) and o._trace is trace:
+                    outs.append(o.val)
+                    out_dims.append(o.bdim)
+                else:
+                    typeof(o)
+                    outs.append(o)
+                    out_dims.append(None)
+    if needed is not None:   # numpy indexing by a batched index: one call per member
+        return run_members(fun, size, vals, dims, needed)
     return outs, out_dims, tree
 
 
