@@ -26,13 +26,25 @@ import numpy as np
 from .core import pytree
 from .core.avals import is_inexact_dtype, is_integer_dtype
 from .core.errors import api_boundary, user_error, user_stacklevel
-from .core.trace import is_tracing
+from .core.trace import Tracer, is_tracing
 from .execution import explain
 from .execution.lru import BoundedCache, check_cache_size, default_cache_size
 from .execution.program import Program, Stats
 from .tracing import (ShapeDtypeStruct, TracedFunction, _axis_names, _per_arg_specs, _spec_leaves,
                       implicit_values, leaf_aval, named_lists_as_arrays, normalize_static_argnums,
                       trace_function)
+
+
+class _ClosesOverTracers(TypeError):
+    """A trace of a function that closes over values of an enclosing transformation (a
+    ``qjit`` function defined inside a function under ``jvp`` / ``vmap``): its jaxpr takes
+    them as constvars whose values are the transformation's tracers, so it is not compiled
+    or cached; ``QJIT._call`` evaluates it under the caller's interpreters."""
+
+    def __init__(self, traced: TracedFunction):
+        super().__init__("the function closes over a value traced by an enclosing transformation "
+                         "(jvp, vmap, grad); it can only be called, under that transformation")
+        self.traced = traced
 
 
 class _Entry:
@@ -152,7 +164,10 @@ class QJIT:
             else:
                 return
         self._aot_leaves = specs
-        entry = self._trace(tuple(specs), {})
+        try:
+            entry = self._trace(tuple(specs), {})
+        except _ClosesOverTracers:
+            return   # traced again at each call
         self._by_abstract.put(self._abstract_key(tuple(specs), {}), entry)
 
     def _effective_axes(self, nargs):
@@ -182,6 +197,8 @@ class QJIT:
                if static_kwargs else self.fun)
         traced = trace_function(fun, args, kwargs, self.static_argnums, self._effective_axes(nargs))
         self.traces += 1
+        if any(isinstance(c, Tracer) for c in traced.closed_jaxpr.consts):
+            raise _ClosesOverTracers(traced)
         return _Entry(traced, self.stats, self._describe_input_fn(traced))
 
     def _describe_input_fn(self, traced: TracedFunction):
@@ -298,7 +315,10 @@ class QJIT:
             key = None
         entry = self._by_concrete.get(key) if key is not None else None
         if entry is None:
-            entry = self._lookup(args, kwargs, static_kwargs)
+            try:
+                entry = self._lookup(args, kwargs, static_kwargs)
+            except _ClosesOverTracers as e:
+                return self._run_closure(e.traced, leaves)
             if key is not None:
                 self._by_concrete.put(key, entry)
         self._last = entry
@@ -436,6 +456,19 @@ class QJIT:
             exe = _ProgramCall(program, dims, entry.dtypes)
         explicit = [outs[i] for i in entry.explicit]
         return pytree.tree_unflatten(entry.traced.out_tree, explicit), exe
+
+    def _run_closure(self, traced: TracedFunction, leaves):
+        """Run a trace whose constvars include tracers of an enclosing transformation: the
+        jaxpr is evaluated by the caller's interpreters with those tracers bound, so that
+        the transformation (jvp, vmap, grad) applies to the whole program."""
+        from .core.interpret import eval_jaxpr
+        sig, closed = traced.signature, traced.closed_jaxpr
+        dtypes = [a.dtype for a, e in closed.jaxpr.in_type if e]
+        leaves = [self._coerce(x, dt, i, sig) for i, (x, dt) in enumerate(zip(leaves, dtypes))]
+        dims = implicit_values(sig, leaves) if sig.dim_names else []
+        outs = eval_jaxpr(closed.jaxpr, closed.consts, *dims, *leaves)
+        explicit = [o for o, e in zip(outs, closed.jaxpr.out_explicit) if e]
+        return pytree.tree_unflatten(traced.out_tree, explicit)
 
     def _coerce(self, x, dtype, i, sig):
         t = type(x)

@@ -180,9 +180,10 @@ def trace_flat(fun_flat: Callable, in_type, dim_names=()) -> Tuple[ClosedJaxpr, 
         for i, x in enumerate(out_leaves):
             _check_result(x, i, out_tree)
         out_leaves = [scope.full_raise(x) for x in out_leaves]
-        outs, out_explicit = expand_outputs(out_leaves, args)
+        # a dim of a captured value (a constvar) is known to the caller: not an implicit output
+        outs, out_explicit = expand_outputs(out_leaves, list(args) + [inner for _, inner in scope.captured])
         jaxpr = scope.to_jaxpr(args, outs, [e for _, e in in_type], out_explicit)
-        consts = list(scope.constvals)
+        consts = scope.const_values()   # with the captured tracers, if fun closes over any
     return ClosedJaxpr(jaxpr, consts), out_tree
 
 

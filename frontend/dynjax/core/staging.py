@@ -189,10 +189,9 @@ class JaxprTrace(Trace):
             return self._captured_ids[key]
         owner = outer._trace
         if isinstance(owner, JaxprTrace):
-            if self.parent is None:
-                from .trace import EscapedTracerError
-                raise EscapedTracerError(outer)
-            if owner is not self.parent:
+            # (an outermost scope captures an enclosing trace's value as is: make_jaxpr
+            # inside a traced function closing over one of its values)
+            if self.parent is not None and owner is not self.parent:
                 outer = self.parent.full_raise(outer)
                 if id(outer) in self._captured_ids:
                     return self._captured_ids[id(outer)]
@@ -302,13 +301,20 @@ class JaxprTrace(Trace):
 
     def to_jaxpr(self, in_tracers: Sequence[Tracer], out_vals: Sequence, in_explicit=None,
                  out_explicit=None) -> Jaxpr:
-        """The jaxpr of the outermost scope: numpy constants stay constvars."""
-        if self.captured:
-            raise AssertionError("the outermost scope cannot capture values")
+        """The jaxpr of the outermost scope. Its constvars are the numpy constants, then the
+        values it captured: tracers of an enclosing transformation or trace that the traced
+        function closes over (``make_jaxpr`` or ``qjit`` applied under ``jvp`` / ``vmap``),
+        which become inputs as in JAX's closure conversion. ``const_values()`` gives the
+        values for the constvars."""
         outvars = [self.atom(o) for o in out_vals]
         invars = [self.atoms[id(t)] for t in in_tracers]
-        return Jaxpr(self.constvars, invars, live_equations(self.eqns, outvars), outvars, in_explicit,
-                     out_explicit)
+        cap_vars = [self.atoms[id(inner)] for _, inner in self.captured]
+        return Jaxpr(self.constvars + cap_vars, invars, live_equations(self.eqns, outvars), outvars,
+                     in_explicit, out_explicit)
+
+    def const_values(self) -> list:
+        """The values of ``to_jaxpr``'s constvars: numpy arrays, then the captured tracers."""
+        return list(self.constvals) + [outer for outer, _ in self.captured]
 
     def close(self, in_tracers: Sequence[Tracer], out_vals: Sequence, in_explicit=None,
               out_explicit=None):

@@ -7,8 +7,10 @@
 * ``control_flow.py`` - the jvp, partial-evaluation and transpose rules of the loops and
   conditionals;
 * ``batching.py`` - ``vmap``: the ``BatchTrace`` and every batching rule;
+* ``custom.py`` / ``custom_batching.py`` - ``custom_jvp`` / ``custom_vjp``: their call
+  primitives and rules, and the batching rules that keep the custom rules under ``vmap``;
 * ``api.py`` - the user-level functions (``grad``, ``vjp``, ``jacrev`` ...), exported from
   ``dynjax``.
 """
-from . import batching, control_flow  # noqa: F401  (register their rules)
+from . import batching, control_flow, custom_batching  # noqa: F401  (register their rules)
 from .jvp import JVPTrace, JVPTracer, Zero, instantiate, zeros_from_aval  # noqa: F401

@@ -103,6 +103,8 @@ class BatchTrace(Trace):
         if rule is None:
             raise NotImplementedError(f"vmap: primitive '{primitive.name}' has no batching rule "
                                       "(register one with dynjax.extend.def_batching)")
+        if getattr(rule, "needs_trace", False):   # the custom-derivative calls keep this trace
+            params = dict(params, trace=self)
         out, out_dim = rule(self.size, vals, dims, **params)
         if primitive.multiple_results:
             return [BatchTracer(self, o, d) for o, d in zip(out, out_dim)]
@@ -565,26 +567,12 @@ def _while_batch(size, vals, dims, *, cond_jaxpr, body_jaxpr, cond_nconsts, body
     return k + list(out), [None] * ni + [0 if b else None for b in x_b]
 
 
-def _call_batch(size, vals, dims, *, call_jaxpr, num_consts, rules):
-    """A ``custom_jvp`` / ``custom_vjp`` call: its function, batched (the custom derivative
-    rule is not batched: differentiating a vmapped custom function uses the function's own
-    derivative; vmap of its derivative uses the custom rule)."""
-    flags = [d is not None for d in dims]
-    vals = _front_all(vals, dims, size, flags)
-    out_b = _batched_outputs(call_jaxpr, flags)
-    outs = _eval_batched(call_jaxpr, size, vals, flags, out_b)
-    return outs, [0 if b else None for b in out_b]
-
-
 def _register_control_flow():
     from ..control_flow.primitives import cond_p, for_loop_p, scan_p, while_loop_p
     batching_rules[for_loop_p] = _for_loop_batch
     batching_rules[scan_p] = _scan_batch
     batching_rules[cond_p] = _cond_batch
     batching_rules[while_loop_p] = _while_batch
-    from .custom import custom_jvp_call_p, custom_vjp_call_p
-    batching_rules[custom_jvp_call_p] = _call_batch
-    batching_rules[custom_vjp_call_p] = _call_batch
 
 
 _register_control_flow()

@@ -4,18 +4,24 @@
 into a jaxpr (in a scope nested in the caller's, like a branch of ``cond``) and binds one
 equation of a call primitive whose params hold that jaxpr and the user's rules:
 
-* ``custom_jvp_call`` (operands ``C A``: the values ``fun`` closes over, then the flat
-  arguments). Evaluating it -- eagerly, while staging, when lowering -- runs the jaxpr, so
-  ``fun`` is what executes; only differentiation is different: its jvp rule calls the
-  user's ``jvp(primals, tangents)`` on the primals and the (instantiated) tangents.
+* ``custom_jvp_call`` (operands ``C N A``: the values ``fun`` closes over, the traced leaves
+  of the ``nondiff_argnums`` arguments, then the flat arguments; ``num_consts`` counts
+  ``C N``, ``rules.num_nd`` counts ``N``). Evaluating it -- eagerly, while staging, when
+  lowering -- runs the jaxpr, so ``fun`` is what executes; only differentiation is
+  different: its jvp rule calls the user's ``jvp(primals, tangents)`` on the primals and the
+  (instantiated) tangents.
 * ``custom_vjp_call`` (same layout). Its jvp rule runs ``fwd`` on the primals, which gives
   the outputs and the *residuals*, and emits ``custom_lin``, a primitive linear in the
   tangents. Linearizing (``grad``, ``vjp``) keeps ``custom_lin`` in the linear jaxpr; its
   transpose rule calls ``bwd(residuals, cotangents)``.
-* ``custom_lin`` (operands ``R O T``: residual leaves, primal outputs, argument tangents).
+* ``custom_lin`` (operands ``R O T``: the ``N`` operands and the residual leaves, primal
+  outputs, argument tangents).
   Its result types are the primal outputs' types (hence the ``O`` operands: their dims).
   It has no forward meaning: forward-mode differentiation of a ``custom_vjp`` function is
   an error, raised when ``custom_lin`` is evaluated or lowered.
+
+Under ``vmap`` each of the three primitives batches into itself, with batched rules
+(``custom_batching.py``), so derivatives taken of a ``vmap`` still use the user's rules.
 
 The jaxpr's output dims must be static or dims of the inputs (a size computed inside
 ``fun`` is a ``TypeError``): the call's result types are the jaxpr's, with input dims
@@ -37,7 +43,7 @@ from ..core.jaxpr import Literal, Var
 from ..core.primitive import (Primitive, abstract_eval_rules, as_dim, impl_rules, jvp_rules,
                               transpose_rules)
 from ..core.pytree import tree_flatten, tree_unflatten
-from ..core.trace import typeof
+from ..core.trace import Tracer, typeof
 from ..lax import api as lax
 from ..lax.base import aval as aval_of
 from ..lowering.core import LoweringError, register_lowering
@@ -64,13 +70,24 @@ class CustomVJPForwardError(LoweringError, TypeError):
 class _Rules:
     """What one call of a ``custom_jvp`` / ``custom_vjp`` function needs for differentiation:
     the user's functions, the non-differentiable arguments, and the pytree structures of the
-    differentiable arguments (``in_tree``, a tuple) and of the outputs (``out_tree``)."""
+    differentiable arguments (``in_tree``, a tuple) and of the outputs (``out_tree``).
 
-    def __init__(self, who, name, nargs, nondiff, in_tree, out_tree, jvp=None, fwd=None, bwd=None):
+    A non-differentiable argument whose leaves include traced values is passed as operands of
+    the call (the last ``num_nd`` of its constant block), not held here: its values then
+    follow the call through every transformation (``vmap`` batches them). ``nondiff`` maps
+    each non-differentiable position to ``(treedef, leaves, slots)``, where ``slots[i]`` is
+    the index of leaf ``i`` among those operands, or None for a leaf held as is.
+
+    The ``apply_*`` methods run the user's rules on flat lists of values and check what
+    they return; the batched rules of a ``vmap``-ed call (``custom_batching.py``) provide
+    the same methods."""
+
+    def __init__(self, who, name, nargs, nondiff, num_nd, in_tree, out_tree, jvp=None, fwd=None, bwd=None):
         self.who = who
         self.name = name
         self.nargs = nargs
-        self.nondiff = nondiff          # {position: value}
+        self.nondiff = nondiff          # {position: (treedef, leaves, slots)}
+        self.num_nd = num_nd
         self.in_tree = in_tree
         self.out_tree = out_tree
         self.jvp, self.fwd, self.bwd = jvp, fwd, bwd
@@ -78,12 +95,82 @@ class _Rules:
     def __repr__(self):
         return f"<{self.who} {self.name}>"
 
-    def full_args(self, diff_leaves):
-        """The positional arguments of ``fun``: the non-differentiable ones put back."""
-        return _merge(self.nargs, self.nondiff, tree_unflatten(self.in_tree, diff_leaves))
+    def nondiff_values(self, nd_ops=()):
+        """The non-differentiable arguments, in order, with ``nd_ops`` (the call's operands
+        for their traced leaves) put in."""
+        return [_rebuild(self.nondiff[i], nd_ops) for i in sorted(self.nondiff)]
 
-    def nondiff_values(self):
-        return [self.nondiff[i] for i in sorted(self.nondiff)]
+    def full_args(self, nd_ops, diff_leaves):
+        """The positional arguments of ``fun``: the non-differentiable ones put back."""
+        nondiff = {i: _rebuild(self.nondiff[i], nd_ops) for i in self.nondiff}
+        return _merge(self.nargs, nondiff, tree_unflatten(self.in_tree, diff_leaves))
+
+    # --- the user's rules on flat values ---------------------------------------------------------
+    def apply_jvp(self, nd, args, tangents, out_avals=None):
+        """``jvp(*nondiff, primals, tangents)`` on flat lists: returns the flat primal outputs and
+        their tangents (in the outputs' types; ``Zero`` for outputs that are not inexact)."""
+        res = self.jvp(*self.nondiff_values(nd), tree_unflatten(self.in_tree, args),
+                       tree_unflatten(self.in_tree, tangents))
+        if not isinstance(res, (tuple, list)) or len(res) != 2:
+            raise TypeError(f"custom_jvp: the JVP rule of {self.name} must return a pair "
+                            f"(primal_out, tangent_out), got {type(res).__name__}")
+        p_leaves, p_tree = tree_flatten(res[0])
+        t_leaves, t_tree = tree_flatten(res[1])
+        _check_structure(self, p_tree, "the primal output of the JVP rule")
+        _check_leaves(self, p_leaves, "the primal output of the JVP rule")
+        if t_tree != p_tree:
+            raise TypeError(f"custom_jvp: the JVP rule of {self.name} returns a tangent of structure "
+                            f"{t_tree} for a primal output of structure {p_tree}")
+        t_out = [_as_tangent(self, t, p, k, "tangent output") for k, (t, p) in enumerate(zip(t_leaves, p_leaves))]
+        return list(p_leaves), t_out
+
+    def apply_fwd(self, nd, args, out_avals=None):
+        """``fwd(*args)``: returns ``(outputs, residual leaves, residual treedef)``."""
+        res = self.fwd(*self.full_args(nd, args))
+        if not isinstance(res, (tuple, list)) or len(res) != 2:
+            raise TypeError(f"custom_vjp: the fwd function of {self.name} must return a pair "
+                            f"(output, residuals), got {type(res).__name__}")
+        out_leaves, out_tree = tree_flatten(res[0])
+        _check_structure(self, out_tree, "the output of fwd")
+        _check_leaves(self, out_leaves, "the output of fwd")
+        res_leaves, res_tree = tree_flatten(res[1])
+        for x in res_leaves:
+            try:
+                typeof(x)
+            except TypeError:
+                raise TypeError(f"custom_vjp: the residuals of {self.name} must be arrays (a pytree of "
+                                f"them), got a {type(x).__name__}") from None
+        return list(out_leaves), list(res_leaves), res_tree
+
+    def apply_bwd(self, nd, res, res_tree, cts, arg_avals):
+        """``bwd(*nondiff, residuals, ct)`` on flat lists: one cotangent per differentiable
+        argument leaf, in that leaf's type ``arg_avals[k]``, or None for a zero one."""
+        in_cts = self.bwd(*self.nondiff_values(nd), tree_unflatten(res_tree, list(res)),
+                          tree_unflatten(self.out_tree, list(cts)))
+        ndiff = len(self.in_tree.children)
+        if isinstance(in_cts, list):
+            in_cts = tuple(in_cts)
+        if not isinstance(in_cts, tuple) or len(in_cts) != ndiff:
+            got = f"a tuple of {len(in_cts)}" if isinstance(in_cts, tuple) else f"a {type(in_cts).__name__}"
+            raise TypeError(f"custom_vjp: the bwd function of {self.name} must return a tuple with one "
+                            f"cotangent per differentiable positional argument ({ndiff}), got {got}")
+        leaves: List[Any] = []
+        for i, (c, sub) in enumerate(zip(in_cts, self.in_tree.children)):
+            if c is None:
+                leaves += [None] * sub.num_leaves
+                continue
+            c_leaves, c_tree = tree_flatten(c)
+            if c_tree != sub:
+                raise TypeError(f"custom_vjp: the cotangent {i} returned by bwd of {self.name} has the "
+                                f"structure {c_tree} but the argument has {sub}")
+            leaves += c_leaves
+        return [None if c is None or a is None else _as_cotangent(self, c, a, k)
+                for k, (c, a) in enumerate(zip(leaves, arg_avals))]
+
+
+def _rebuild(spec, nd_ops):
+    tree, leaves, slots = spec
+    return tree_unflatten(tree, [x if k is None else nd_ops[k] for x, k in zip(leaves, slots)])
 
 
 def _merge(nargs, nondiff, diff_args):
@@ -205,22 +292,44 @@ def _flat_diff_args(who, diff):
     return out, in_tree
 
 
+def _nondiff_operands(nondiff):
+    """Split the non-differentiable arguments into what the rules hold and the traced leaves,
+    which become operands of the call. Returns ``(spec, operands)`` (see ``_Rules``)."""
+    spec, ops = {}, []
+    for i in sorted(nondiff):
+        leaves, tree = tree_flatten(nondiff[i])
+        slots = []
+        for x in leaves:
+            if isinstance(x, Tracer):
+                slots.append(len(ops))
+                ops.append(x)
+            else:
+                slots.append(None)
+        spec[i] = (tree, [None if k is not None else x for x, k in zip(leaves, slots)], slots)
+    return spec, ops
+
+
 def _bind_call(prim, who, fun, args, kwargs, nondiff_argnums, make_rules):
     args = _resolve_args(fun, who, args, kwargs)
     nondiff, diff = _split_args(who, args, nondiff_argnums)
+    nd_spec, nd_ops = _nondiff_operands(nondiff)
     leaves, in_tree = _flat_diff_args(who, diff)
-    in_type = tuple((typeof(x), True) for x in leaves)
+    n_nd = len(nd_ops)
+    in_type = tuple((typeof(x), True) for x in nd_ops + leaves)
 
     def flat(*xs):
-        return fun(*_merge(len(args), nondiff, tree_unflatten(in_tree, xs)))
+        nd = {i: _rebuild(nd_spec[i], xs[:n_nd]) for i in nd_spec}
+        return fun(*_merge(len(args), nd, tree_unflatten(in_tree, xs[n_nd:])))
 
     prog = trace_nested(flat, in_type, tree_flatten, expand=False)
-    rules = make_rules(len(args), nondiff, in_tree, prog.out_tree)
+    rules = make_rules(len(args), nd_spec, n_nd, in_tree, prog.out_tree)
     inputs = {id(v) for v in prog.jaxpr.invars}
     for k, v in enumerate(prog.jaxpr.outvars):   # a clear error now, not at the first use
         if any(isinstance(d, Var) and id(d) not in inputs for d in v.aval.shape):
             raise TypeError(_computed_dim_message(rules, k))
-    outs = prim.bind(*prog.consts, *leaves, call_jaxpr=prog.jaxpr, num_consts=prog.nconsts, rules=rules)
+    # operands: the values fun closes over, the traced non-differentiable leaves, the arguments
+    outs = prim.bind(*prog.consts, *nd_ops, *leaves, call_jaxpr=prog.jaxpr, num_consts=prog.nconsts + n_nd,
+                     rules=rules)
     return tree_unflatten(prog.out_tree, outs)
 
 
@@ -290,30 +399,53 @@ class custom_jvp(_CustomFunction):
             raise AttributeError(f"custom_jvp function {_fun_name(self.fun)} has no JVP rule: "
                                  "define one with @f.defjvp before calling it")
 
-        def make_rules(nargs, nondiff, in_tree, out_tree):
-            return _Rules("custom_jvp", _fun_name(self.fun), nargs, nondiff, in_tree, out_tree, jvp=self.jvp)
+        def make_rules(nargs, nondiff, num_nd, in_tree, out_tree):
+            return _Rules("custom_jvp", _fun_name(self.fun), nargs, nondiff, num_nd, in_tree, out_tree,
+                          jvp=self.jvp)
         return _bind_call(custom_jvp_call_p, "custom_jvp", self.fun, args, kwargs, self.nondiff_argnums,
                           make_rules)
 
 
 def _closure_check(rules, tangents, num_consts):
-    if any(not isinstance(t, Zero) for t in tangents[:num_consts]):
+    n_closed = num_consts - rules.num_nd
+    if any(not isinstance(t, Zero) for t in tangents[:n_closed]):
         raise TypeError(
             f"{rules.who}: {rules.name} closes over a value that is being differentiated; the "
             f"custom rule cannot account for it. Pass the value as an argument of {rules.name} "
             "instead")
+    if any(not isinstance(t, Zero) for t in tangents[n_closed:num_consts]):
+        raise TypeError(
+            f"{rules.who}: an argument of {rules.name} listed in nondiff_argnums is being "
+            "differentiated; the custom rule cannot account for it. Take it out of nondiff_argnums")
 
 
-def _check_primal_outs(rules, leaves, tree, expected, what):
+def _check_structure(rules, tree, what):
     if tree != rules.out_tree:
         raise TypeError(f"{rules.who}: {what} has the structure {tree} but {rules.name} returns "
                         f"{rules.out_tree}")
+
+
+def _check_leaves(rules, leaves, what):
+    for k, x in enumerate(leaves):
+        try:
+            typeof(x)
+        except TypeError:
+            raise TypeError(f"{rules.who}: output {k} of {what} is a {type(x).__name__}, not an "
+                            "array") from None
+
+
+def _check_output_types(rules, leaves, expected, what):
     for k, (x, e) in enumerate(zip(leaves, expected)):
         a = typeof(x)
         if a.dtype != e.dtype or a.ndim != e.ndim or not all(
                 not (isinstance(p, int) and isinstance(q, int)) or p == q for p, q in zip(a.shape, e.shape)):
             raise TypeError(f"{rules.who}: output {k} of {what} has type {a.str_short()} but "
                             f"{rules.name} returns {e.str_short()}")
+
+
+def _split_operands(operands, num_consts, rules):
+    """``(nondiff operands, arguments)`` of a call: the constant block ends with the former."""
+    return list(operands[num_consts - rules.num_nd:num_consts]), list(operands[num_consts:])
 
 
 def _as_tangent(rules, t, primal, k, what):
@@ -338,23 +470,13 @@ def _as_tangent(rules, t, primal, k, what):
 
 def _custom_jvp_call_jvp(primals, tangents, *, call_jaxpr, num_consts, rules):
     _closure_check(rules, tangents, num_consts)
-    args = primals[num_consts:]
+    nd, args = _split_operands(primals, num_consts, rules)
     ts = [instantiate(t) for t in tangents[num_consts:]]
-    p_in = tree_unflatten(rules.in_tree, args)
-    t_in = tree_unflatten(rules.in_tree, ts)
-    res = rules.jvp(*rules.nondiff_values(), p_in, t_in)
-    if not isinstance(res, (tuple, list)) or len(res) != 2:
-        raise TypeError(f"custom_jvp: the JVP rule of {rules.name} must return a pair "
-                        f"(primal_out, tangent_out), got {type(res).__name__}")
-    p_leaves, p_tree = tree_flatten(res[0])
-    t_leaves, t_tree = tree_flatten(res[1])
     expected = _call_abstract(*primals, call_jaxpr=call_jaxpr, num_consts=num_consts, rules=rules)
-    _check_primal_outs(rules, p_leaves, p_tree, expected, "the primal output of the JVP rule")
-    if t_tree != p_tree:
-        raise TypeError(f"custom_jvp: the JVP rule of {rules.name} returns a tangent of structure "
-                        f"{t_tree} for a primal output of structure {p_tree}")
+    p_leaves, t_leaves = rules.apply_jvp(nd, args, ts, expected)
+    _check_output_types(rules, p_leaves, expected, "the primal output of the JVP rule")
     t_out = [_as_tangent(rules, t, p, k, "tangent output") for k, (t, p) in enumerate(zip(t_leaves, p_leaves))]
-    return list(p_leaves), t_out
+    return p_leaves, t_out
 
 
 jvp_rules[custom_jvp_call_p] = _custom_jvp_call_jvp
@@ -411,8 +533,8 @@ class custom_vjp(_CustomFunction):
             raise AttributeError(f"custom_vjp function {_fun_name(self.fun)} has no VJP rule: "
                                  "define one with f.defvjp(fwd, bwd) before calling it")
 
-        def make_rules(nargs, nondiff, in_tree, out_tree):
-            return _Rules("custom_vjp", _fun_name(self.fun), nargs, nondiff, in_tree, out_tree,
+        def make_rules(nargs, nondiff, num_nd, in_tree, out_tree):
+            return _Rules("custom_vjp", _fun_name(self.fun), nargs, nondiff, num_nd, in_tree, out_tree,
                           fwd=self.fwd, bwd=self.bwd)
         return _bind_call(custom_vjp_call_p, "custom_vjp", self.fun, args, kwargs, self.nondiff_argnums,
                           make_rules)
@@ -420,24 +542,14 @@ class custom_vjp(_CustomFunction):
 
 def _custom_vjp_call_jvp(primals, tangents, *, call_jaxpr, num_consts, rules):
     _closure_check(rules, tangents, num_consts)
-    args = primals[num_consts:]
-    res = rules.fwd(*rules.full_args(args))
-    if not isinstance(res, (tuple, list)) or len(res) != 2:
-        raise TypeError(f"custom_vjp: the fwd function of {rules.name} must return a pair "
-                        f"(output, residuals), got {type(res).__name__}")
-    out_leaves, out_tree = tree_flatten(res[0])
+    nd, args = _split_operands(primals, num_consts, rules)
     expected = _call_abstract(*primals, call_jaxpr=call_jaxpr, num_consts=num_consts, rules=rules)
-    _check_primal_outs(rules, out_leaves, out_tree, expected, "the output of fwd")
-    res_leaves, res_tree = tree_flatten(res[1])
-    for x in res_leaves:
-        try:
-            typeof(x)
-        except TypeError:
-            raise TypeError(f"custom_vjp: the residuals of {rules.name} must be arrays (a pytree of "
-                            f"them), got a {type(x).__name__}") from None
+    out_leaves, res_leaves, res_tree = rules.apply_fwd(nd, args, expected)
+    _check_output_types(rules, out_leaves, expected, "the output of fwd")
     ts = [instantiate(t) for t in tangents[num_consts:]]
-    lin = custom_lin_p.bind(*res_leaves, *out_leaves, *ts, num_res=len(res_leaves), num_out=len(out_leaves),
-                            res_tree=res_tree, rules=rules)
+    # the non-differentiable operands travel with the residuals: bwd receives them
+    lin = custom_lin_p.bind(*nd, *res_leaves, *out_leaves, *ts, num_res=len(nd) + len(res_leaves),
+                            num_out=len(out_leaves), res_tree=res_tree, rules=rules)
     t_out = [Zero(typeof(o).strip_weak_type()) if not is_inexact_dtype(typeof(o).dtype) else t
              for o, t in zip(out_leaves, lin)]
     return list(out_leaves), t_out
@@ -468,33 +580,10 @@ def _custom_lin_transpose(cts, *operands, num_res, num_out, res_tree, rules):
     if any(is_undefined(x) for x in list(res) + list(outs)):
         raise AssertionError("custom_lin: a residual or primal output is linear")
     cts = [zeros(typeof(o).strip_weak_type()) if c is None else c for c, o in zip(cts, outs)]
-    residuals = tree_unflatten(res_tree, list(res))
-    ct = tree_unflatten(rules.out_tree, cts)
-    in_cts = rules.bwd(*rules.nondiff_values(), residuals, ct)
-    ndiff = len(rules.in_tree.children)
-    if isinstance(in_cts, list):
-        in_cts = tuple(in_cts)
-    if not isinstance(in_cts, tuple) or len(in_cts) != ndiff:
-        got = f"a tuple of {len(in_cts)}" if isinstance(in_cts, tuple) else f"a {type(in_cts).__name__}"
-        raise TypeError(f"custom_vjp: the bwd function of {rules.name} must return a tuple with one "
-                        f"cotangent per differentiable positional argument ({ndiff}), got {got}")
-    leaves: List[Any] = []
-    for i, (c, sub) in enumerate(zip(in_cts, rules.in_tree.children)):
-        if c is None:
-            leaves += [None] * sub.num_leaves
-            continue
-        c_leaves, c_tree = tree_flatten(c)
-        if c_tree != sub:
-            raise TypeError(f"custom_vjp: the cotangent {i} returned by bwd of {rules.name} has the "
-                            f"structure {c_tree} but the argument has {sub}")
-        leaves += c_leaves
-    out = []
-    for k, (c, t) in enumerate(zip(leaves, ts)):
-        if c is None or not is_undefined(t):
-            out.append(None)
-            continue
-        out.append(_as_cotangent(rules, c, t.aval, k))
-    return [None] * (num_res + num_out) + out
+    nd = list(res[:rules.num_nd])
+    arg_avals = [t.aval if is_undefined(t) else None for t in ts]
+    out = rules.apply_bwd(nd, list(res[rules.num_nd:]), res_tree, cts, arg_avals)
+    return [None] * (num_res + num_out) + list(out)
 
 
 def _as_cotangent(rules, c, aval, k):
