@@ -247,8 +247,8 @@ class Segment:
         self.stats.eager_runs += 1
         explain.maybe(explain.tiers, lambda: f"eager tier, while the bucket {list(bucket.bounds)} compiles: "
                       f"{self._describe_key(self._key(args))}")
-        borrowed = [x for x in list(args) + self.consts if isinstance(x, np.ndarray)]
-        return [_owned(np.asarray(x, v.aval.dtype), borrowed) for x, v in zip(outs, self.jaxpr.outvars)]
+        return _owned([np.asarray(x, v.aval.dtype) for x, v in zip(outs, self.jaxpr.outvars)],
+                      self.jaxpr.outvars, list(args) + self.consts)
 
     def _build_padded(self, bounds, values):
         old = self.padded.keys()
@@ -370,13 +370,21 @@ def _evaluate(eqns, env: Dict[int, int]) -> Dict[int, int]:
     return env
 
 
-def _owned(x: np.ndarray, borrowed: Sequence[np.ndarray]) -> np.ndarray:
-    """``x``, or a copy of it when it shares memory with an argument or a constant of the
-    program (a loop that ran zero times, a branch returning its input): results never
-    alias what the caller passed in, nor the program's own constants."""
-    if any(np.may_share_memory(x, b) for b in borrowed):
-        return x.copy()
-    return x
+def _owned(outs: List[np.ndarray], outvars, inputs: Sequence[Any]) -> List[np.ndarray]:
+    """The results of a run as arrays the caller owns, as XLA's are: writable, and sharing
+    memory with nothing else. An output is copied when it is read-only (a numpy view such
+    as a broadcast), a literal of the jaxpr, or shares memory with an argument or a
+    constant of the program (a loop that ran zero times, a branch returning its input) or
+    with an earlier output (a value returned twice)."""
+    borrowed = [x for x in inputs if isinstance(x, np.ndarray)]
+    res = []
+    for x, v in zip(outs, outvars):
+        if (not x.flags.writeable or isinstance(v, Literal)
+                or any(np.may_share_memory(x, b) for b in borrowed)):
+            x = x.copy()
+        borrowed.append(x)
+        res.append(x)
+    return res
 
 
 class HostStep:
@@ -592,8 +600,7 @@ class Program:
                 outvars = step.eqn.outvars
             for v, x in zip(outvars, outs):
                 env[id(v)] = x
-        borrowed = [x for x in list(args) + self.consts if isinstance(x, np.ndarray)]
-        return [_owned(np.asarray(read(a)), borrowed) for a in jx.outvars]
+        return _owned([np.asarray(read(a)) for a in jx.outvars], jx.outvars, list(args) + self.consts)
 
     # --- introspection for qjit ------------------------------------------------------------
     def segments(self) -> List[Any]:
