@@ -47,23 +47,31 @@ def check(got, want, exact=True, msg=""):
             np.testing.assert_allclose(g, w, rtol=1e-12, atol=1e-13, err_msg=msg)
 
 
+# Products go through BLAS, whose kernels for a batched and an unbatched product may sum in
+# different orders (numpy's own matmul of a stack and of its members differ in the last bit
+# on some CPUs): those compare to within rounding, everything else bit for bit.
+def _bit_exact(case):
+    return not case.name.startswith("dot_general")
+
+
 @pytest.mark.parametrize("case", J.CASES, ids=J.CASE_IDS)
 def test_every_case_eager(case):
     rng = np.random.default_rng(1)
+    exact = _bit_exact(case)
     for b in BATCHES:
         for n in (0, 1, 3):
             args = member_samples(case, n, b, rng)
             axes = [0] * len(args)
             want = per_member(case.fn, args, b, axes)
-            check(dynjax.vmap(case.fn)(*args), want, msg=f"{case.name} b={b} n={n}")
+            check(dynjax.vmap(case.fn)(*args), want, exact, msg=f"{case.name} b={b} n={n}")
             # the batch axis last, and one argument shared by every member
             moved = [np.moveaxis(a, 0, -1) for a in args]
-            check(dynjax.vmap(case.fn, in_axes=-1)(*moved), want, msg=f"{case.name} in_axes=-1")
+            check(dynjax.vmap(case.fn, in_axes=-1)(*moved), want, exact, msg=f"{case.name} in_axes=-1")
             if len(args) > 1 and b:
                 shared = [args[0][0]] + args[1:]
                 axes = [None] + [0] * (len(args) - 1)
                 check(dynjax.vmap(case.fn, in_axes=tuple(axes))(*shared), per_member(case.fn, shared, b, axes),
-                      msg=f"{case.name} shared first argument")
+                      exact, msg=f"{case.name} shared first argument")
 
 
 GROUPS = [J.CASES[i:i + 16] for i in range(0, len(J.CASES), 16)]
