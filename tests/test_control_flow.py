@@ -96,22 +96,25 @@ def resizing(sz):
     return loop(a0, b0, b0)
 
 
-def test_resizing_mode_unshares_dims():
+def test_resizing_mode_keeps_unchanged_dims():
+    # sizes the body returns unchanged stay the outer sizes (issue 20, item 6)
     check_three_ways(resizing, lambda sz: (ones(sz), ones(sz + 1), ones(sz + 1)), lambda n: (n,), [0, 3])
     closed = dynjax.make_jaxpr(resizing)(3)
     loop = [e for e in closed.eqns if e.primitive.name == "for_loop"][0]
-    assert loop.params["nimplicit"] == 3
+    assert loop.params["nimplicit"] == 0
 
 
-def test_resizing_mode_forbids_mixing_unshared_dims():
+def test_resizing_mode_forbids_mixing_diverging_dims():
     def f(sz):
         a0 = jnp.ones([sz], dtype=float)
 
         @for_loop(0, 10, 1, allow_array_resizing=True)
         def loop(i, a, b, b_):
-            return a, b + b_, b_
+            return a, jnp.concatenate([b + b_, b]), jnp.concatenate([b_, b_, b_])
         b0 = jnp.ones([sz + 1], dtype=float)
         return loop(a0, b0, b0)
+    # b and b_ are first assumed to keep one size; they diverge, so they are split, and
+    # then b + b_ mixes two unrelated sizes
     with pytest.raises(TypeError, match="cannot be broadcast together"):
         dynjax.make_jaxpr(f)(5)
 

@@ -1,6 +1,6 @@
 # RUN: %PYTHON %s | filecheck %s
 # The seed's loop-expansion examples: shared dims stay shared; a body that breaks the
-# sharing is an error; with resizing every dim is its own loop-carried value.
+# sharing is an error; with resizing, unchanged sizes stay and diverging ones are split.
 import dynjax
 import dynjax.numpy as jnp
 from dynjax import for_loop
@@ -55,11 +55,15 @@ def resizing(sz):
     return loop(a0, b0, b0)
 
 
+# With resizing, a size the body returns unchanged stays the outer size (no implicit value):
 print(dynjax.make_jaxpr(resizing)(5))
-# CHECK: { lambda ; {{[a-z]+}}:i64[]. let
-# CHECK:         for_loop[
-# CHECK:           body_jaxpr={ lambda ; {{[a-z]+}}:i64[] [[D1:[a-z]+]]:i64[] [[D2:[a-z]+]]:i64[] [[D3:[a-z]+]]:i64[] {{[a-z]+}}:f64[[[D1]]] {{[a-z]+}}:f64[[[D2]]] {{[a-z]+}}:f64[[[D3]]]. let
-# CHECK:           nimplicit=3
+# CHECK: { lambda ; [[SZ:[a-z]+]]:i64[]. let
+# CHECK:         [[A0:[a-z]+]]:f64[[[SZ]]] = broadcast_in_dim
+# CHECK:         [[SZ1:[a-z]+]]:i64[] = add [[SZ]] 1
+# CHECK:         {{[a-z]+}}:f64[[[SZ]]] {{[a-z]+}}:f64[[[SZ1]]] {{[a-z]+}}:f64[[[SZ1]]] = for_loop[
+# CHECK:           body_jaxpr={ lambda ; [[C1:[a-z]+]]:i64[] [[C2:[a-z]+]]:i64[] {{[a-z]+}}:i64[] [[X:[a-z]+]]:f64[[[C1]]] [[Y:[a-z]+]]:f64[[[C2]]] [[Z:[a-z]+]]:f64[[[C2]]]. let
+# CHECK-NEXT:        in ([[X]], [[Y]], [[Z]]) }
+# CHECK:           nimplicit=0
 # CHECK:           preserve_dimensions=False
 
 
@@ -74,8 +78,28 @@ def add_inside(sz):
     return loop(a0, b0, b0)
 
 
+# b and b_ enter with one size and keep it in every iteration, so b + b_ is well-typed
+print(dynjax.make_jaxpr(add_inside)(5))
+# CHECK: { lambda ; {{[a-z]+}}:i64[]. let
+# CHECK:           body_jaxpr={ lambda ; {{[a-z]+}}:i64[] [[C:[a-z]+]]:i64[] {{[a-z]+}}:i64[] {{[a-z]+}}:f64[{{[a-z]+}}] [[B:[a-z]+]]:f64[[[C]]] [[B_:[a-z]+]]:f64[[[C]]]. let
+# CHECK-NEXT:          {{[a-z]+}}:f64[[[C]]] = add [[B]] [[B_]]
+# CHECK:           nimplicit=0
+
+
+def diverging(sz):
+    a0 = jnp.ones([sz], dtype=float)
+
+    @for_loop(0, 10, 1, allow_array_resizing=True)
+    def loop(i, a, b, b_):
+        return a, jnp.concatenate([b + b_, b]), b_
+
+    b0 = jnp.ones([sz + 1], dtype=float)
+    return loop(a0, b0, b0)
+
+
+# once b grows and b_ does not, they have different sizes and b + b_ is an error
 try:
-    dynjax.make_jaxpr(add_inside)(5)
+    dynjax.make_jaxpr(diverging)(5)
 except TypeError as e:
     print("TypeError:", e)
-# CHECK: TypeError: shapes float64[{{d[0-9]+}}] and float64[{{d[0-9]+}}] cannot be broadcast together
+# CHECK: TypeError: shapes float64[{{d[0-9]+}}] and float64[{{d[0-9]+}} + 1] cannot be broadcast together

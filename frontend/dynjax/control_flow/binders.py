@@ -166,7 +166,10 @@ def bind_cond(index, branches: Sequence[Callable], operands: Sequence[Any]):
         for b in branches:
             def flat(*args, b=b):
                 return b(*pytree.tree_unflatten(op_tree, args))
-            progs.append(trace_nested(flat, in_type, pytree.tree_flatten, expand=False, outputs_hook=hook))
+            # a branch receives exactly the operands: an integer operand (a size, e.g. one a
+            # transformation passes for a branch's captured dim) keeps its expression inside
+            progs.append(trace_nested(flat, in_type, pytree.tree_flatten, expand=False, outputs_hook=hook,
+                                      same_as=op_leaves))
         return progs
 
     progs = trace_all()

@@ -1,21 +1,27 @@
 """The loop expansion strategy: which carried dimensions become loop-carried values.
 
 A single-pass tracer sees only iteration 0, so the body is traced under an assumption
-and re-traced until the assumption holds (a small fixpoint, usually one or two passes):
+and re-traced until the assumption holds (a small fixpoint, usually one or two passes).
+The assumption is about every iteration, not just the first: it holds when the body,
+given carried values of the assumed types, returns values of the same assumed types.
 
-1. Each symbolic dim of a carried array starts *invariant*: the body sees the enclosing
-   scope's dim (captured as a constant, like the seed's overview program, where the
-   body's ``a + a0`` type-checks because both use the same captured dim).
-   With ``preserve_dimensions=False`` (``allow_array_resizing=True``) every occurrence of
-   a symbolic dim is instead its own loop-carried value from the start, as the seed
-   prescribes; then ``b + b_`` inside the body is an error even when ``b0`` fed both.
+1. Each dim of a carried array starts *invariant*: the body sees the enclosing scope's
+   dim (captured as a constant, like the seed's overview program, where the body's
+   ``a + a0`` type-checks because both use the same captured dim).
 2. If the body returns a different dim at an invariant position, that position becomes
-   *variant*: a loop-carried implicit value (one per dim shared by several arguments
-   when dimensions are preserved, one per occurrence otherwise), and the body is traced
-   again. Static dims that change become variant the same way.
-3. With preserved dimensions, positions that shared a dim at input must share one at
-   output too, otherwise the seed's "dimensions are not the same any more" error.
+   *variant*: a loop-carried implicit value, and the body is traced again. Variant
+   positions whose initial dims are equal start out sharing one implicit value (they
+   are assumed equal in every iteration).
+3. With preserved dimensions (the default), all positions that share a dim vary together,
+   and positions that shared a dim at input must share one at output too, otherwise the
+   seed's "dimensions are not the same any more" error. With
+   ``allow_array_resizing=True`` (``preserve_dimensions=False``) a position varies alone
+   (the others keep the outer dim while the body returns it), and a shared implicit value
+   whose positions come back with different dims is *split* by the dims they returned,
+   and the body traced again.
 
+The result: a dim the body returns unchanged stays the outer dim after the loop, and
+carried arrays whose dims are equal in every iteration share one dim after the loop.
 The body's implicit outputs are the new values of the variant dims, in order.
 """
 from __future__ import annotations
@@ -32,8 +38,9 @@ from ..lax.base import describe_shapes
 class _Retrace(Exception):
     """Internal: the body changed dims assumed invariant; trace again with more variants."""
 
-    def __init__(self, positions):
-        self.positions = positions
+    def __init__(self, positions, splits=()):
+        self.positions = positions   # invariant positions whose dim the body changed
+        self.splits = splits         # per shared implicit value that diverged: its positions by dim
 
 
 @dataclass
@@ -56,13 +63,15 @@ def trace_loop_body(body: Callable, prefix_avals: Sequence, carry_init: Sequence
     outvars ``implicit, carries, extras``.
     """
     carry_avals = [typeof(x) for x in carry_init]
-    variant = set()
-    if not preserve:
-        variant = {(k, ax) for k, a in enumerate(carry_avals) for ax, d in enumerate(a.shape) if is_symbolic(d)}
+    positions = [(k, ax) for k, a in enumerate(carry_avals) for ax in range(a.ndim)]
+    group = _initial_groups(carry_avals, positions)
+    variant = {}            # (k, ax) -> the label of its implicit value (equal labels share one)
+    fresh_labels = iter(range(1 << 30))
     nprefix = len(prefix_avals)
-    for _ in range(1 + sum(a.ndim for a in carry_avals)):
+    for _ in range(1 + 2 * len(positions)):
         implicit, implicit_type, carry_type = deduce_input_type(
-            carry_init, lambda k, ax, d: (k, ax) in variant, share=preserve, first_index=nprefix)
+            carry_init, lambda k, ax, d: (k, ax) in variant, first_index=nprefix,
+            slot_key=lambda k, ax, d: variant[(k, ax)])
         in_type = tuple((a, True) for a in prefix_avals) + implicit_type + carry_type + tuple(
             (a, True) for a in suffix_avals)
         slot = {(k, ax): d.val - nprefix for k, (a, _) in enumerate(carry_type)
@@ -72,26 +81,28 @@ def trace_loop_body(body: Callable, prefix_avals: Sequence, carry_init: Sequence
             ncarry = len(carry_avals)
             carries_out, extras = out_leaves[:ncarry], out_leaves[ncarry:]
             carry_in = arg_tracers[nprefix + nimplicit:nprefix + nimplicit + ncarry]
-            new_dims = [None] * nimplicit
-            first_position = {}
+            returned = [[] for _ in range(nimplicit)]   # per implicit value: (position, dim out)
             grow = set()
             for k, (xi, xo) in enumerate(zip(carry_in, carries_out)):
                 ai, ao = typeof(xi), typeof(xo)
                 for ax, (di, do) in enumerate(zip(ai.shape, ao.shape)):
                     if (k, ax) in slot:
-                        c = slot[(k, ax)]
-                        if new_dims[c] is None:
-                            new_dims[c], first_position[c] = do, k
-                        elif not same_dim(new_dims[c], do):
-                            raise TypeError(
-                                f"{name}: the loop body returns arrays whose dimensions were the same at "
-                                f"input but are not the same any more at output (carried values "
-                                f"{first_position[c]} and {k}, axis {ax}); pass "
-                                "allow_array_resizing=True to let them differ")
+                        returned[slot[(k, ax)]].append(((k, ax), do))
                     elif not same_dim(di, do):
                         grow.add((k, ax))
-            if grow:
-                raise _Retrace(grow)
+            splits = [_by_dim(r) for r in returned]
+            for parts in splits:
+                if len(parts) > 1 and preserve:
+                    (k0, _), ((k1, ax1), _) = parts[0][0][0], parts[1][0]
+                    raise TypeError(
+                        f"{name}: the loop body returns arrays whose dimensions were the same at "
+                        f"input but are not the same any more at output (carried values "
+                        f"{min(k0, k1)} and {max(k0, k1)}, axis {ax1}); pass "
+                        "allow_array_resizing=True to let them differ")
+            splits = [parts for parts in splits if len(parts) > 1]
+            if grow or splits:
+                raise _Retrace(grow, splits)
+            new_dims = [r[0][1] for r in returned]
             return list(new_dims) + list(carries_out) + list(extras), \
                 (False,) * nimplicit + (True,) * (len(carries_out) + len(extras))
 
@@ -105,16 +116,49 @@ def trace_loop_body(body: Callable, prefix_avals: Sequence, carry_init: Sequence
         except _Retrace as r:
             grown = set(r.positions)
             if preserve:  # a shared dim varies for all positions that share it
-                dims = {id(carry_avals[k].shape[ax]) for k, ax in grown
-                        if is_symbolic(carry_avals[k].shape[ax])}
-                grown |= {(k, ax) for k, a in enumerate(carry_avals) for ax, d in enumerate(a.shape)
-                          if is_symbolic(d) and id(d) in dims}
-            if grown <= variant:
-                raise AssertionError("loop expansion did not converge")
-            variant |= grown
+                grown |= {p for p in positions if any(group[p] == group[g] for g in r.positions)
+                          and is_symbolic(carry_avals[p[0]].shape[p[1]])}
+            for p in grown - set(variant):
+                variant[p] = group[p]
+            for parts in r.splits:   # positions assumed equal that came back different
+                for part in parts[1:]:
+                    label = ("split", next(fresh_labels))
+                    for p, _ in part:
+                        variant[p] = label
             continue
         return LoopBody(prog, implicit, len(implicit), in_type)
     raise AssertionError("loop expansion did not converge")
+
+
+def _initial_groups(carry_avals, positions):
+    """Per carried position, a label shared by the positions whose initial dims are the same
+    symbolic dim (``same_dim``); a static dim is a group of its own."""
+    group = {}
+    for k, ax in positions:
+        d = carry_avals[k].shape[ax]
+        group[(k, ax)] = ("pos", k, ax)
+        if is_symbolic(d):
+            for q in positions:
+                if q == (k, ax):
+                    break
+                e = carry_avals[q[0]].shape[q[1]]
+                if is_symbolic(e) and same_dim(d, e):
+                    group[(k, ax)] = group[q]
+                    break
+    return group
+
+
+def _by_dim(returned):
+    """``[(position, dim)]`` grouped into lists of equal dims (``same_dim``), in order."""
+    parts = []
+    for p, d in returned:
+        for part in parts:
+            if same_dim(part[0][1], d):
+                part.append((p, d))
+                break
+        else:
+            parts.append([(p, d)])
+    return parts
 
 
 def _check_carry_structure(name, in_tree, in_avals, out_tree, out_leaves):

@@ -34,14 +34,17 @@ def is_symbolic(d) -> bool:
 
 def deduce_input_type(args: Sequence[Any],
                       is_implicit: Callable[[int, int, Any], bool] = lambda k, ax, d: is_symbolic(d),
-                      share: bool = True, first_index: int = 0):
+                      share: bool = True, first_index: int = 0,
+                      slot_key: Optional[Callable[[int, int, Any], Any]] = None):
     """Expand ``args`` with implicit dimension arguments.
 
     ``is_implicit(k, axis, dim)`` chooses the dims of argument ``k`` that become implicit
     arguments; the others stay as they are (ints, or references to the enclosing scope's
     dim tracers, which the nested scope captures as constants). With ``share`` one implicit
     argument stands for each distinct symbolic dim (by identity); otherwise every chosen
-    position gets its own. Returns ``(implicit_dims, implicit_in_type, args_in_type)`` where
+    position gets its own; ``slot_key(k, axis, dim)``, if given, decides instead: the chosen
+    positions with equal keys share one implicit argument. Returns
+    ``(implicit_dims, implicit_in_type, args_in_type)`` where
     the ``DBIdx`` indices count from ``first_index`` (the position of the first implicit
     argument in the final input type).
     """
@@ -54,7 +57,10 @@ def deduce_input_type(args: Sequence[Any],
             if not is_implicit(k, ax, d):
                 row.append(d)
                 continue
-            key = id(d) if share and is_symbolic(d) else ("pos", k, ax)
+            if slot_key is not None:
+                key = slot_key(k, ax, d)
+            else:
+                key = id(d) if share and is_symbolic(d) else ("pos", k, ax)
             if key not in slot:
                 slot[key] = len(implicit)
                 implicit.append(d)
@@ -63,9 +69,17 @@ def deduce_input_type(args: Sequence[Any],
     return implicit, tuple((dim_aval(), False) for _ in implicit), tuple((a, True) for a in rows)
 
 
-def parse_input_type(trace: JaxprTrace, in_type, names=()) -> List[Tracer]:
+def parse_input_type(trace: JaxprTrace, in_type, names=(), same_as=None) -> List[Tracer]:
     """Create argument tracers in ``trace`` for an in_type (outer dims get captured). The
-    leading integer inputs may be given ``names`` for their symbolic sizes (``n``)."""
+    leading integer inputs may be given ``names`` for their symbolic sizes (``n``).
+
+    ``same_as``, if given, holds per input an enclosing scope's value that the input is
+    known to equal on every run (or None). An integer scalar input equal to an outer size
+    takes that size's symbolic expression, and stands for it in the nested scope: using the
+    outer size there (a closed-over array of that size) refers to the input instead of
+    capturing it again (``JaxprTrace.lift`` reuses a variable of equal expression). So the
+    nested program's dims that are outer dims keep their expressions, and compare equal to
+    the outer ones and to each other."""
     tracers: List[Tracer] = []
     for k, (aval, _) in enumerate(in_type):
         shape = []
@@ -77,7 +91,9 @@ def parse_input_type(trace: JaxprTrace, in_type, names=()) -> List[Tracer]:
             else:
                 shape.append(d)
         name = names[k] if k < len(names) else None
-        tracers.append(trace.new_arg(make_aval(shape, aval.dtype, aval.weak_type), name))
+        outer = _enclosing_size(same_as[k]) if same_as is not None else None
+        tracers.append(trace.new_arg(make_aval(shape, aval.dtype, aval.weak_type), name,
+                                     sym=outer.sym if outer is not None else None))
     return tracers
 
 
@@ -96,6 +112,20 @@ def expand_outputs(outs: Sequence[Tracer], inputs: Sequence[Tracer]) -> Tuple[li
     return implicit + list(outs), (False,) * len(implicit) + (True,) * len(outs)
 
 
+def _enclosing_size(x):
+    """``x`` when it is an integer scalar with a symbolic value, traced in the current
+    staging scope or an enclosing one (a scope a program nested here may refer to)."""
+    if getattr(x, "sym", None) is None:
+        return None
+    owner = getattr(x, "_trace", None)
+    scope = current_trace()
+    while isinstance(scope, JaxprTrace):
+        if scope is owner:
+            return x if owner.active else None
+        scope = scope.parent
+    return None
+
+
 @dataclass
 class NestedProgram:
     """A traced nested program in closed form (the seed's ``abstractEval`` result)."""
@@ -110,19 +140,21 @@ class NestedProgram:
 
 
 def trace_nested(fun: Callable, in_type, out_tree_fn: Callable, expand: bool = True,
-                 outputs_hook: Optional[Callable] = None) -> NestedProgram:
+                 outputs_hook: Optional[Callable] = None, same_as=None) -> NestedProgram:
     """Trace ``fun`` in a fresh scope nested in the current one.
 
     ``fun`` receives the explicit argument tracers and returns a pytree;
     ``out_tree_fn(result)`` flattens it into ``(leaves, treedef)``. ``outputs_hook``, if
     given, may rewrite ``(arg_tracers, leaves)`` into the expanded output list itself
     (loops use it to emit one implicit output per carried dim); otherwise outputs are
-    expanded with ``expand_outputs``.
+    expanded with ``expand_outputs``. ``same_as`` (see ``parse_input_type``) names, per
+    input in ``in_type``, the enclosing scope's value it is known to equal, if any (a cond
+    branch receives exactly the operands): an outer size then keeps its expression inside.
     """
     parent = current_trace()
     parent = parent if isinstance(parent, JaxprTrace) else None
     with new_jaxpr_trace(parent) as scope:
-        arg_tracers = parse_input_type(scope, in_type)
+        arg_tracers = parse_input_type(scope, in_type, same_as=same_as)
         explicit = [t for t, (_, e) in zip(arg_tracers, in_type) if e]
         result = fun(*explicit)
         leaves, tree = out_tree_fn(result)

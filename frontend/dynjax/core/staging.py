@@ -205,6 +205,10 @@ class JaxprTrace(Trace):
         # closed program with its constants hands the tracer back to its transformation
         if isinstance(outer, StagingTracer) and outer.literal is not None:
             inner = self.literal_tracer(outer.literal.val, outer.literal.aval)
+        elif getattr(outer, "sym", None) is not None and _sym_key(outer.aval, outer.sym) in self._by_sym:
+            # a size this scope already holds (an input known to equal it): no second capture
+            inner = self._by_sym[_sym_key(outer.aval, outer.sym)]
+            self.keepalive.append(outer)
         else:
             shape = tuple(self.lift(d) if isinstance(d, Tracer) else d for d in outer.aval.shape)
             inner = self._new_tracer(outer.aval.update(shape=shape), getattr(outer, "sym", None))
@@ -401,6 +405,16 @@ def _carries_sym(aval) -> bool:
 
 def _sym_key(aval, sym):
     return (aval.dtype, aval.weak_type, sym)
+
+
+def note_size(x) -> None:
+    """``x`` (a traced integer) is used as a size in a shape: a run in which it is negative
+    fails its size check, so from now on it is known to be ``>= 0`` (``max(x, 0) == x``).
+    Recorded when the value enters a shape, before the operation that uses it compares its
+    shape with others (``broadcast_to(arange(m), (n, m))``)."""
+    trace = getattr(x, "_trace", None)
+    if isinstance(x, StagingTracer) and isinstance(trace, JaxprTrace) and x.literal is None:
+        trace._know_size(x)
 
 
 def is_known_dim(x) -> bool:

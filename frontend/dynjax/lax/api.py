@@ -10,12 +10,14 @@ from typing import Sequence
 import numpy as np
 
 from ..core.avals import canonical_dtype, int64
+from ..core.staging import note_size
 from ..core.trace import Tracer, typeof
 from . import primitives as P
 
 
 def canonicalize_dim(d, what="dimension"):
-    """An int for a concrete size (checked non-negative), else an i64 scalar tracer."""
+    """An int for a concrete size (checked non-negative), else an i64 scalar tracer, which
+    is from now on known to be ``>= 0`` (``core.staging.note_size``)."""
     if isinstance(d, Tracer):
         a = d.aval
         if a.shape != () or not np.issubdtype(a.dtype, np.integer):
@@ -24,7 +26,8 @@ def canonicalize_dim(d, what="dimension"):
         if lit is not None:
             return canonicalize_dim(int(lit.val), what)
         if a.dtype != int64:
-            return _as_int64_dim(d)
+            d = _as_int64_dim(d)
+        note_size(d)
         return d
     if isinstance(d, (bool, np.bool_)):
         raise TypeError(f"a {what} must be an integer, got {d!r}")
