@@ -8,6 +8,7 @@ context.  StableHLO passes are registered once per process so that
 
 from __future__ import annotations
 
+import os
 import threading
 
 from jaxlib.mlir import ir, passmanager
@@ -19,6 +20,22 @@ __all__ = ["make_context", "get_context", "run_pipeline", "register_passes"]
 _lock = threading.RLock()
 _shared_context: ir.Context | None = None
 _passes_registered = False
+
+
+_abandoned: list = []   # contexts of a parent process, never destroyed in a forked child
+
+
+def _after_fork_in_child() -> None:
+    """A context's thread pool has no workers after fork (a pass pipeline waiting for them, or
+    destroying the context, would hang): the child builds new contexts, and keeps the parent's
+    alive; the lock may have been held by another thread of the parent."""
+    global _lock, _shared_context
+    _abandoned.append(_shared_context)
+    _shared_context = None
+    _lock = threading.RLock()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def register_passes() -> None:

@@ -25,6 +25,7 @@ carried shapes change per iteration, ...) raises :class:`SpecializationError`
 from __future__ import annotations
 
 import io
+import os
 import re
 import threading
 from collections.abc import Mapping, Sequence
@@ -107,6 +108,18 @@ _RECYCLE_AFTER = 1000
 _lock = threading.Lock()
 _ctx: ir.Context | None = None
 _ctx_uses = 0
+
+
+def _after_fork_in_child() -> None:
+    """See ``context._after_fork_in_child``: a new context and lock in a forked child."""
+    global _ctx, _lock
+    from .context import _abandoned
+    _abandoned.append(_ctx)
+    _ctx = None
+    _lock = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def _spec_context() -> ir.Context:

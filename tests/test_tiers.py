@@ -204,6 +204,7 @@ def test_buckets():
 def test_auto_policy_exact_first_then_padded_then_exact_when_a_size_recurs(monkeypatch):
     monkeypatch.delenv("DYNJAX_TIERS", raising=False)
     monkeypatch.setenv("DYNJAX_SYNC_COMPILE", "1")
+    monkeypatch.setenv("DYNJAX_EXACT_AFTER", "2")   # not the payback rule (tiers.worth_exact)
     f = qjit(lambda x: x * 2.0 + jnp.sum(x), abstracted_axes={0: "n"})
     x3, x5, x7 = np.arange(3.0), np.arange(5.0), np.arange(7.0)
     np.testing.assert_array_equal(f(x3), x3 * 2 + 3)    # the first size: its exact executable
@@ -218,14 +219,17 @@ def test_auto_policy_exact_first_then_padded_then_exact_when_a_size_recurs(monke
     info = f.cache_info()
     assert info["padded_runs"] == 2 and info["padded_compilations"] + info["disk_cache_hits"] == padded
     np.testing.assert_array_equal(f(x5), x5 * 2 + 10)   # 5 recurs: its exact executable
-    assert f.cache_info()["exact_runs"] == 2
+    info = f.cache_info()
+    assert info["exact_runs"] == 2 and info["exact_compilations"] == 1 and info["exact_calls_served"] == 1
     np.testing.assert_array_equal(f(x5), x5 * 2 + 10)
-    assert f.cache_info()["exact_runs"] == 3
+    info = f.cache_info()
+    assert info["exact_runs"] == 3 and info["exact_calls_served"] == 2, info
 
 
 def test_auto_policy_compiles_exact_in_the_background(monkeypatch):
     monkeypatch.delenv("DYNJAX_TIERS", raising=False)
     monkeypatch.delenv("DYNJAX_SYNC_COMPILE", raising=False)
+    monkeypatch.setenv("DYNJAX_EXACT_AFTER", "2")
     f = qjit(lambda x: jnp.cumsum(x) - x, abstracted_axes={0: "n"})
     np.testing.assert_array_equal(f(np.arange(4.0)), np.cumsum(np.arange(4.0)) - np.arange(4.0))
     x = np.arange(9.0)
@@ -353,6 +357,7 @@ def test_tier_switching_under_threads_gives_identical_results(monkeypatch):
     as the others (eager while buckets compile, padded)."""
     monkeypatch.delenv("DYNJAX_TIERS", raising=False)
     monkeypatch.delenv("DYNJAX_SYNC_COMPILE", raising=False)
+    monkeypatch.setenv("DYNJAX_EXACT_AFTER", "2")
     f = qjit(lambda x: (jnp.cumsum(x[::-1]) * 2, jnp.sum(x * x)), abstracted_axes={0: "n"})
     rng = np.random.default_rng(0)
     sizes = [int(s) for s in rng.integers(0, 70, size=24)] * 3
@@ -386,6 +391,7 @@ def test_results_do_not_alias_arguments(tier):
 def test_recompile_log_names_the_reason(caplog, monkeypatch):
     monkeypatch.delenv("DYNJAX_TIERS", raising=False)
     monkeypatch.setenv("DYNJAX_SYNC_COMPILE", "1")
+    monkeypatch.setenv("DYNJAX_EXACT_AFTER", "2")
     f = qjit(lambda x, k: jnp.sum(x) * k, abstracted_axes=({0: "n"}, None))
     with caplog.at_level(logging.INFO, logger="dynjax"):
         f(np.ones(3), 2.0)

@@ -135,7 +135,7 @@ class QJIT:
         # per-call state on shared objects.
         self._by_abstract = BoundedCache(self.cache_size)   # abstract signature -> _Entry
         self._by_concrete = BoundedCache(self.cache_size)   # concrete leaf signature -> _Entry
-        self._fast = BoundedCache(self.cache_size)   # fast key -> (entry, executable, ...): see __call__
+        self._fast = BoundedCache(self.cache_size, executables=True)   # fast key -> (entry, executable, ...): see __call__
         self._fast_hit = self._fast._data.get          # its lookup without the recency update
         self._last: Optional[_Entry] = None   # introspection only (f.jaxpr): the latest call's trace
         self._aot_leaves = None
@@ -274,6 +274,8 @@ class QJIT:
                     self.calls += 1
                     if exact:
                         self.stats.exact_runs += 1
+                        if exact == 2:   # an exact executable made for a recurring size
+                            self.stats.exact_calls_served += 1
                     self._last = entry
                     outs = exe.call_exact(args if runtime is None else [args[i] for i in runtime])
                     if single is not None:
@@ -369,7 +371,7 @@ class QJIT:
             elif aval.shape != () or type(a) not in exe.scalar_types(j):
                 return
         runtime = None if runtime == list(range(len(args))) else runtime
-        plan = (entry, exe, runtime, entry.explicit, single, True)
+        plan = (entry, exe, runtime, entry.explicit, single, 2 if exe in seg.promoted else True)
         by_value = tuple(p - nimp for p in seg.baked if p >= nimp)
         if not by_value:
             self._fast.put(keys, plan)
@@ -548,14 +550,20 @@ class QJIT:
         """How many traces, lowerings, specializations and compilations happened, and which
         tier served the runs (``exact_runs``: exact-size executables, ``padded_runs``: a size
         bucket's padded one, ``eager_runs``: numpy while the bucket compiled; see
-        ``execution.tiers``)."""
+        ``execution.tiers``), and the background work: ``exact_compilations`` exact
+        executables made for recurring sizes and ``exact_calls_served`` the calls they served,
+        ``queued_jobs`` this function's jobs waiting for the compile thread now and
+        ``dropped_jobs`` those the full queue dropped."""
+        from .execution import tiers
         s = self.stats
         return {"calls": self.calls, "traces": self.traces, "lowerings": s.lowerings,
                 "specializations": s.specializations, "compilations": s.compilations,
                 "padded_compilations": s.padded_compilations,
                 "background_compilations": s.background_compilations,
                 "disk_cache_hits": s.disk_hits, "host_steps": s.host_steps,
-                "exact_runs": s.exact_runs, "padded_runs": s.padded_runs, "eager_runs": s.eager_runs}
+                "exact_runs": s.exact_runs, "padded_runs": s.padded_runs, "eager_runs": s.eager_runs,
+                "exact_compilations": s.exact_compilations, "exact_calls_served": s.exact_calls_served,
+                "queued_jobs": tiers.queued(s), "dropped_jobs": s.dropped_jobs}
 
 
 class _ProgramCall:

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import os
 import threading
+import weakref
 from collections import OrderedDict
 from typing import Any, Callable, Dict, Hashable, Optional
 
@@ -57,12 +58,15 @@ class _Fill:
 class BoundedCache:
     """An LRU mapping of at most ``maxsize`` entries with once-only fills (module docstring)."""
 
-    def __init__(self, maxsize: Optional[int] = None):
+    def __init__(self, maxsize: Optional[int] = None, executables: bool = False):
         self.maxsize = default_cache_size() if maxsize is None else check_cache_size(maxsize)
         self._data: "OrderedDict[Hashable, Any]" = OrderedDict()
         self._fills: Dict[Hashable, _Fill] = {}
         self._lock = threading.Lock()
         self.evictions = 0
+        #: whether the values hold XLA executables (emptied in a child process after fork)
+        self.executables = executables
+        _caches.add(self)
 
     def __len__(self):
         return len(self._data)
@@ -140,3 +144,17 @@ class BoundedCache:
 
 
 _MISSING = object()
+_caches: "weakref.WeakSet[BoundedCache]" = weakref.WeakSet()
+
+
+def _after_fork_in_child() -> None:
+    """In a child process after fork (called by ``tiers._after_fork_in_child``): every cache
+    gets a free lock and forgets the fills of the parent's other threads (no one would finish
+    them), and the caches of executables are emptied: the parent's XLA client does not work in
+    the child (``runtime.xla._after_fork_in_child``), so its executables are compiled again,
+    or loaded from the disk cache. Traces stay."""
+    for cache in list(_caches):
+        cache._lock = threading.Lock()
+        cache._fills = {}
+        if cache.executables:
+            cache._data.clear()

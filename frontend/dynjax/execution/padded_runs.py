@@ -43,6 +43,18 @@ def compile_padded(stats, closed: ClosedJaxpr):
     return exe, text
 
 
+def mark_long_padded(exe, jaxpr: Jaxpr) -> None:
+    """A padded program's shapes are static; its runs may still be long (a loop whose trip
+    count is an input, or much work): then ``exe`` waits interruptibly (``tiers.mark_long``)."""
+    from ..cost_model import cost_in_inputs
+    from . import tiers
+    try:
+        estimate = cost_in_inputs(jaxpr, [])
+    except Exception:
+        return
+    tiers.mark_long(exe, estimate, {})
+
+
 class CapacityExceeded(Exception):
     """A padded program's resizing loop ``loop`` stopped early: its next iteration needed the
     carried sizes ``needed``, beyond the ``capacities`` it was built for."""
@@ -111,7 +123,7 @@ class CapacityProgram:
         # the integer inputs that are sizes: bounded by their bucket in the padded program
         self.sized = [i for i, v in enumerate(jaxpr.invars) if _is_int_scalar(v) and id(v) in need]
         self.loops = resizing_loops(jaxpr)
-        self.runs = BoundedCache(stats.cache_size)      # (buckets, capacities) -> PaddedRun
+        self.runs = BoundedCache(stats.cache_size, executables=True)   # (buckets, capacities) -> PaddedRun
         self.hints = BoundedCache(stats.cache_size)     # buckets -> the capacities that sufficed
         self.checked = BoundedCache(stats.cache_size)   # sizes whose host checks passed
         self.usable = True
@@ -182,6 +194,7 @@ class CapacityProgram:
         explain.maybe(explain.recompiles, lambda: f"compile a program with {len(self.loops)} resizing "
                       f"loop(s) for size buckets {list(bounds)} and capacities {[list(c) for c in caps]}")
         exe, text = compile_padded(self.stats, program.closed)
+        mark_long_padded(exe, program.closed.jaxpr)
         return PaddedRun(program, exe, text)
 
 

@@ -16,6 +16,8 @@ the executable, execute.
 from __future__ import annotations
 
 import threading
+import time
+import weakref
 from typing import Any, Dict, List, Optional, Sequence
 
 import numpy as np
@@ -26,7 +28,8 @@ from . import explain, tiers
 from .analysis import _FOLDABLE, dims_of, foldable_vars, is_scalar, needed_vars, statically_compilable
 from .analysis import is_int_scalar as _is_int_scalar
 from .lru import BoundedCache
-from .padded_runs import CapacityProgram, PaddedRun, compile_padded, jaxpr_of_equation, resizing_loops
+from .padded_runs import (CapacityProgram, PaddedRun, compile_padded, jaxpr_of_equation, mark_long_padded,
+                          resizing_loops)
 from .padding import NotPaddable, bucket, next_bucket, pad_jaxpr
 from .size_checks import MAX_SIZE, check_sizes
 
@@ -36,7 +39,9 @@ class Stats:
     executable cache of each of its segments (``cache_size``). ``compilations`` counts the
     exact-size executables, ``padded_compilations`` the bucket ones (``tiers``);
     ``exact_runs`` / ``padded_runs`` / ``eager_runs`` count which tier served each segment
-    run."""
+    run. ``exact_compilations`` counts the exact executables made for recurring sizes (on
+    the background thread, ``tiers.worth_exact``) and ``exact_calls_served`` the calls they
+    served; ``dropped_jobs`` the background jobs the full queue dropped (``tiers.submit``)."""
 
     def __init__(self, cache_size: Optional[int] = None):
         self.cache_size = cache_size
@@ -50,6 +55,9 @@ class Stats:
         self.exact_runs = 0
         self.padded_runs = 0
         self.eager_runs = 0
+        self.exact_compilations = 0
+        self.exact_calls_served = 0
+        self.dropped_jobs = 0
 
 
 class Segment:
@@ -67,10 +75,11 @@ class Segment:
         self.describe_input = describe_input or (lambda i: f"input {i}")
         self._module_text: Optional[str] = None
         self._lowering_lock = threading.Lock()
-        self.cache = BoundedCache(stats.cache_size)
-        self.padded = BoundedCache(stats.cache_size)    # size bucket -> PaddedRun (tier 1)
-        self.calls_at = BoundedCache(stats.cache_size)  # exact key -> [calls served padded]
-        self.queued: set = set()                        # buckets waiting for the background thread
+        self.cache = BoundedCache(stats.cache_size, executables=True)
+        self.padded = BoundedCache(stats.cache_size, executables=True)  # size bucket -> PaddedRun (tier 1)
+        self.calls_at = BoundedCache(stats.cache_size)  # exact key -> _SizeRecord (sizes served padded)
+        self.promoted: "weakref.WeakSet" = weakref.WeakSet()   # exact executables of recurring sizes
+        self.compile_seconds: Optional[float] = None    # mean time of this segment's exact compiles
         self._eager_estimate = None                     # (cost, names of the int inputs) or False
         self.paddable = bool(self.baked)                # False once padding proved impossible
         # introspection only (f.mlir_specialized, f.hlo): never read on a call path
@@ -118,11 +127,13 @@ class Segment:
             # size never pads); sizes after it run padded
             first = pol == "auto" and not len(self.cache) and not len(self.padded)
             run = self._padded_run(args, pol == "auto") if pol != "exact" and not first else None
+            record = None
             if run is not None:
-                calls = self.calls_at.get_or_fill(key, lambda: self._first_padded_call(args))
-                calls[0] += 1
-                if pol == "auto" and calls[0] == tiers.RECUR:
-                    self._compile_exact_later(key, args)
+                record = self.calls_at.get_or_fill(key, lambda: self._first_padded_call(args))
+                record.calls += 1
+                if pol == "auto" and not record.requested and tiers.worth_exact(
+                        record.calls, record.seconds, record.timed, record.waste, self._compile_cost()):
+                    self._compile_exact_later(key, args, record)
                     exe = self.cache.get(key)   # ready now when compiled synchronously
             if run is not None and exe is None and run.__class__ is CompilingBucket:
                 outs = self._run_eagerly(args, run)
@@ -133,11 +144,18 @@ class Segment:
                 self.stats.padded_runs += 1
                 self.last_executable, self.last_specialized = run.exe, run.text
                 explain.maybe(explain.tiers, lambda: f"padded tier: {self._describe_key(key)}")
-                return run(args), None
+                start = time.perf_counter()
+                outs = run(args)
+                if record is not None:   # what the exact executable would save (tiers.worth_exact)
+                    record.seconds += time.perf_counter() - start
+                    record.timed += 1
+                return outs, None
         if exe is None:
             exe = self.cache.get_or_fill(key, lambda: self._compile(args))
             if first:   # ready for the next size: its bucket, in the background
                 self._queue_own_bucket(args)
+        elif exe in self.promoted:
+            self.stats.exact_calls_served += 1
         self.last_executable = exe
         self.stats.exact_runs += 1
         explain.maybe(explain.tiers, lambda: f"exact tier: {self._describe_key(key)}")
@@ -171,10 +189,10 @@ class Segment:
                 return run
             if ahead:
                 larger = [b for b in self.padded.keys() if all(x >= y for x, y in zip(b, bounds))]
-                self._compile_bucket_later(bounds, values)
+                self._compile_bucket_later(bounds, values, tiers.AHEAD if larger else tiers.NEEDED)
                 if larger:
                     return self.padded.get(min(larger, key=lambda b: int(np.prod(b, dtype=np.int64))))
-                self._compile_bucket_later(tuple(next_bucket(b) for b in bounds), None)
+                self._compile_bucket_later(tuple(next_bucket(b) for b in bounds), None, tiers.AHEAD)
                 if self._cheap_for_eager(args):
                     return CompilingBucket(self, bounds, values)
             return self.padded.get_or_fill(bounds, lambda: self._build_padded(bounds, values))
@@ -187,39 +205,32 @@ class Segment:
         values = [int(args[i]) for i in self.baked]
         if all(v >= 0 for v in values):
             bounds = tuple(bucket(v) for v in values)
-            self._compile_bucket_later(bounds, None)
-            self._compile_bucket_later(tuple(next_bucket(b) for b in bounds), None)
+            self._compile_bucket_later(bounds, None, tiers.AHEAD)
+            self._compile_bucket_later(tuple(next_bucket(b) for b in bounds), None, tiers.AHEAD)
 
-    def _compile_bucket_later(self, bounds, values):
+    def _compile_bucket_later(self, bounds, values, priority):
         """Queue the padded program of a bucket on the background compile thread (once: a
         bucket already queued or compiled is not queued again)."""
-        if bounds in self.padded or bounds in self.queued:
+        if bounds in self.padded:
             return
-        self.queued.add(bounds)
-        self.stats.background_compilations += 1
 
         def build():
             try:
                 self.padded.get_or_fill(bounds, lambda: self._build_padded(bounds, values))
             except NotPaddable:
                 self.paddable = False
-            finally:
-                self.queued.discard(bounds)
-        tiers.background(build)
+        if tiers.submit((self, "bucket", bounds), build, priority, owner=self.stats, on_drop=self._job_dropped):
+            self.stats.background_compilations += 1
+
+    def _job_dropped(self):
+        self.stats.dropped_jobs += 1
 
     def _cheap_for_eager(self, args) -> bool:
         """Whether the cost model puts this segment at these arguments (its integer ones:
         sizes, trip counts) below ``tiers.EAGER_MAX_FLOPS`` (False when it cannot tell: a
         while loop's unknown trip count, a primitive without a cost rule)."""
         ints = [i for i, v in enumerate(self.jaxpr.invars) if _is_int_scalar(v)]
-        estimate = self._eager_estimate
-        if estimate is None:
-            from ..cost_model import cost_in_inputs
-            try:
-                estimate = cost_in_inputs(self.jaxpr, ints)
-            except Exception:
-                estimate = False
-            self._eager_estimate = estimate
+        estimate = self._cost_estimate()
         if estimate is False:
             return False
         cost, names = estimate
@@ -228,6 +239,20 @@ class Segment:
         except Exception:
             return False
         return c["flops"] + c["transcendentals"] <= tiers.EAGER_MAX_FLOPS
+
+    def _cost_estimate(self):
+        """``cost_model.cost_in_inputs`` of the segment for its integer inputs (False when the
+        cost model cannot tell), computed once."""
+        estimate = self._eager_estimate
+        if estimate is None:
+            from ..cost_model import cost_in_inputs
+            ints = [i for i, v in enumerate(self.jaxpr.invars) if _is_int_scalar(v)]
+            try:
+                estimate = cost_in_inputs(self.jaxpr, ints)
+            except Exception:
+                estimate = False
+            self._eager_estimate = estimate
+        return estimate
 
     def _run_eagerly(self, args, bucket: "CompilingBucket"):
         """Tier 0: while a size's bucket compiles in the background, the call evaluates the
@@ -256,33 +281,51 @@ class Segment:
         explain.maybe(explain.recompiles, lambda: explain.bucket_reason(
             bounds, values, self.describe_input, self.baked, old))
         exe, text = compile_padded(self.stats, program.closed)
+        mark_long_padded(exe, program.closed.jaxpr)
         return PaddedRun(program, exe, text)
 
     def _first_padded_call(self, args):
         """A size served padded for the first time: the host checks the exact compile would
         make (negative sizes, mismatched reshapes) run here, once per size."""
         self._check(args)
-        return [0]
+        values = [int(args[i]) for i in self.baked]
+        padded = float(np.prod([bucket(v) for v in values], dtype=np.float64))
+        return _SizeRecord(1.0 - float(np.prod(values, dtype=np.float64)) / padded if padded else 0.0)
+
+    def _compile_cost(self) -> float:
+        seconds = self.compile_seconds
+        return tiers.DEFAULT_COMPILE_SECONDS if seconds is None else seconds
 
     def _check(self, args):
         baked_values = {i: int(args[i]) for i in self.baked}
         check_sizes(self.jaxpr, {id(self.jaxpr.invars[i]): v for i, v in baked_values.items()},
                     self.describe_input, {id(self.jaxpr.invars[i]): i for i in baked_values})
 
-    def _compile_exact_later(self, key, args):
+    def _compile_exact_later(self, key, args, record: "_SizeRecord"):
         """A recurring size: compile its exact executable (tier 2), in the background unless
-        ``DYNJAX_SYNC_COMPILE`` is set; it serves the calls after it is ready."""
-        args = list(args)
+        ``DYNJAX_SYNC_COMPILE`` is set; it serves the calls after it is ready. The job holds
+        the sizes and shapes of the arguments, not the arguments."""
+        baked = set(self.baked)
+        args = [int(x) if i in baked else _Shape(np.shape(x)) for i, x in enumerate(args)]
+        record.requested = True
 
         def compile_exact():
-            self.cache.get_or_fill(key, lambda: self._compile(args))
+            exe = self.cache.get(key)
+            if exe is None:
+                exe = self.cache.get_or_fill(key, lambda: self._compile(args))
+                self.promoted.add(exe)
+                self.stats.exact_compilations += 1
+
+        def dropped():
+            record.requested = False   # asked again when the size comes again
+            self._job_dropped()
         explain.maybe(explain.recompiles, lambda: "size recurred, compile its exact executable"
                       + ("" if tiers.synchronous() else " in the background") + f": {self._describe_key(key)}")
         if tiers.synchronous():
             compile_exact()
-        else:
+        elif tiers.submit((self, "exact", key), compile_exact, tiers.EXACT, record.calls,
+                          owner=self.stats, on_drop=dropped):
             self.stats.background_compilations += 1
-            tiers.background(compile_exact)
 
     def _compile(self, args):
         from .. import runtime
@@ -298,6 +341,7 @@ class Segment:
         n = len(self.jaxpr.invars)
         host = _evaluate(self.host_eqns, {id(self.jaxpr.invars[i]): v for i, v in baked_values.items()})
         baked_values.update({n + j: host[id(v)] for j, v in enumerate(self.host_vars)})
+        start = time.perf_counter()
         text = runtime.specialize(self.module_text, arg_types, baked_values)
         self.stats.specializations += 1
         exe, hit = runtime.compile_cached(text, return_hit=True)
@@ -305,8 +349,39 @@ class Segment:
             self.stats.disk_hits += 1
         else:
             self.stats.compilations += 1
+            seconds, previous = time.perf_counter() - start, self.compile_seconds
+            self.compile_seconds = seconds if previous is None else 0.75 * previous + 0.25 * seconds
+        self._mark_long(exe, args)
         self.last_specialized = text
         return exe
+
+    def _mark_long(self, exe, args):
+        """Runs the cost model may not bound wait interruptibly (``tiers.mark_long``)."""
+        estimate = self._cost_estimate()
+        if estimate is not False:
+            ints = [i for i, v in enumerate(self.jaxpr.invars) if _is_int_scalar(v)]
+            baked = set(self.baked)
+            tiers.mark_long(exe, estimate, {name: int(args[i]) for i, name in zip(ints, estimate[1])
+                                            if name is not None and i in baked})
+
+
+class _SizeRecord:
+    """A size served padded: how often, the time its padded runs took (``timed`` of them), the
+    fraction of its bucket that is padding, and whether its exact executable was asked for."""
+    __slots__ = ("calls", "seconds", "timed", "waste", "requested")
+
+    def __init__(self, waste: float):
+        self.calls, self.seconds, self.timed = 0, 0.0, 0
+        self.waste = waste
+        self.requested = False
+
+
+class _Shape:
+    """What a background exact compile keeps of an array argument: its shape."""
+    __slots__ = ("shape",)
+
+    def __init__(self, shape):
+        self.shape = shape
 
 
 class CompilingBucket:

@@ -9,8 +9,15 @@ runs, the results are cut.
 Tier 2 (``exact``): the executable specialized to the exact sizes (the fastest at steady
 state). The first size a program runs at compiles it directly (a program called at one size
 never pads; its bucket compiles in the background). A later size runs padded; when it
-*recurs* (its second call) its exact executable is compiled on a background thread and
-serves every later call at that size once it is ready.
+recurs often enough to pay for its compile (``worth_exact``) its exact executable is
+compiled on the background thread and serves every later call at that size once it is ready.
+
+Background work (``submit``) is one queue served by one thread, bounded by ``MAX_QUEUED``
+jobs: one job per key (a second request for the same bucket or size is coalesced), the most
+useful first (a bucket a call is waiting for, then buckets compiled ahead, then exact
+executables, by how often their size was called); when the queue is full the least useful
+job is dropped (never a bucket a call needs for a job that is less useful). Jobs hold sizes
+and shapes, never the caller's arrays.
 
 Tier 0 (``auto`` only): a new size whose bucket is still compiling, with no compiled bucket
 that holds it, is evaluated by the numpy impls meanwhile, if the cost model puts it below
@@ -26,18 +33,37 @@ from __future__ import annotations
 
 import os
 import threading
-from concurrent.futures import ThreadPoolExecutor
-from typing import Optional
+from typing import Callable, Dict, Hashable, Optional
 
 POLICIES = ("auto", "exact", "padded")
 
-#: how many calls at one exact size before its exact executable is compiled
-RECUR = 2
+#: at most this many background jobs wait in the queue (the one running not counted)
+MAX_QUEUED = 32
+
+#: job priorities, most useful first: a bucket that a call at a new size needs, a bucket
+#: compiled ahead (the next one up, the first size's own), the exact executable of a size
+NEEDED, AHEAD, EXACT = 0, 1, 2
+
+#: a size gets its exact executable only after this many calls served padded ...
+EXACT_MIN_CALLS = 4
+#: ... and once those calls, at what the exact executable would save on each, would have paid
+#: for its compile (``worth_exact``). A padded run costs more than the exact one by its padding
+#: (the fraction of padded elements, of the measured run time) plus this fixed host cost (the
+#: inputs padded and the results cut, and the general call path where the exact executable
+#: takes the dispatch table's fast one: ~10 us measured on small programs).
+PADDED_OVERHEAD_SECONDS = 10e-6
+#: what an exact compile is assumed to cost before this segment has timed one
+DEFAULT_COMPILE_SECONDS = 0.05
 
 #: tier 0: a new size whose bucket is still compiling is evaluated by the numpy impls when the
 #: cost model puts it below this many FLOPs (a few tens of milliseconds of numpy at most);
 #: heavier programs wait for the compile rather than compete with it for the cores
 EAGER_MAX_FLOPS = 3e7
+
+#: an executable whose run the cost model puts above this many FLOPs, or cannot bound (a
+#: while loop, a trip count passed at run time), is waited for on a helper thread so that
+#: Ctrl-C interrupts it (``runtime.xla._call_interruptibly``: ~35 us per call)
+LONG_FLOPS = 1e8
 
 
 _last = ("auto", "auto")   # the last $DYNJAX_TIERS read and its policy (one tuple: atomic)
@@ -63,20 +89,181 @@ def synchronous() -> bool:
     return os.environ.get("DYNJAX_SYNC_COMPILE", "").strip().lower() in ("1", "true", "yes", "on")
 
 
-_executor: Optional[ThreadPoolExecutor] = None
-_executor_lock = threading.Lock()
+def worth_exact(calls: int, padded_seconds: float, timed: int, waste: float,
+                compile_seconds: float) -> bool:
+    """Whether a size served padded ``calls`` times gets its exact executable now.
+
+    The rule: at least ``EXACT_MIN_CALLS`` calls, and ``calls * saving >= compile_seconds``,
+    where ``saving`` is what one call would save on the exact executable: the measured mean
+    padded run time (``padded_seconds`` over ``timed`` runs) times ``waste`` (the fraction of
+    the bucket's elements that are padding) plus ``PADDED_OVERHEAD_SECONDS``. A size that
+    has come ``calls`` times is taken to come about as often again, so its compile is paid
+    for. A small program (a run of tens of microseconds) thus needs thousands of calls at one
+    size; a run of 10 ms with 20% padding about 25. ``$DYNJAX_EXACT_AFTER=n`` replaces the
+    rule by "after ``n`` calls" (tests, benchmarks)."""
+    fixed = os.environ.get("DYNJAX_EXACT_AFTER", "").strip()
+    if fixed:
+        return calls >= int(fixed)
+    if calls < EXACT_MIN_CALLS:
+        return False
+    saving = (padded_seconds / max(timed, 1)) * waste + PADDED_OVERHEAD_SECONDS
+    return calls * saving >= compile_seconds
 
 
-def background(fn) -> None:
-    """Run ``fn()`` on the one background compile thread (failures are dropped: the padded
-    tier keeps serving, and a foreground compile would report the error)."""
-    global _executor
-    if _executor is None:
-        with _executor_lock:
-            if _executor is None:
-                _executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="dynjax-compile",
-                                               initializer=_lower_priority)
-    _executor.submit(_quietly, fn)
+def may_run_long(estimate, values: Dict[str, int]) -> bool:
+    """Whether a run may take long enough to need Ctrl-C (see ``LONG_FLOPS``): ``estimate``
+    is ``cost_model.cost_in_inputs``'s ``(cost, names)`` (False: no estimate, no cost rule),
+    ``values`` the sizes known when compiling, by name. A cost that needs more (a while loop's
+    trip count, an integer passed at run time) may be long."""
+    if estimate is False:
+        return False
+    try:
+        c = estimate[0].at(**values)
+    except Exception:
+        return True
+    return c["flops"] + c["transcendentals"] > LONG_FLOPS
+
+
+def mark_long(exe, estimate, values: Dict[str, int]) -> None:
+    """Make ``exe`` wait for its results interruptibly when its runs may be long."""
+    if may_run_long(estimate, values):
+        exe.wait_interruptibly = True
+
+
+# --------------------------------------------------------------------------------------------
+# the background queue
+
+class _Job:
+    __slots__ = ("key", "fn", "priority", "useful", "seq", "owner", "on_drop")
+
+    def __init__(self, key, fn, priority, useful, seq, owner, on_drop):
+        self.key, self.fn, self.priority, self.useful = key, fn, priority, useful
+        self.seq, self.owner, self.on_drop = seq, owner, on_drop
+
+    def order(self):
+        """Most useful first: priority, then how often its size was called, then age."""
+        return (self.priority, -self.useful, self.seq)
+
+
+class _Queue:
+    """Pending jobs by key, one worker thread (started on the first job)."""
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.changed = threading.Condition(self.lock)
+        self.jobs: Dict[Hashable, _Job] = {}
+        self.running: Optional[_Job] = None
+        self.thread: Optional[threading.Thread] = None
+        self.seq = 0
+        self.dropped = 0
+        self.closed = False
+
+    def submit(self, key, fn, priority, useful, owner, on_drop) -> bool:
+        drop = None
+        with self.lock:
+            job = self.jobs.get(key)
+            if job is not None or (self.running is not None and self.running.key == key):
+                if job is not None and (priority, -useful) < (job.priority, -job.useful):
+                    job.priority, job.useful = priority, useful
+                return False
+            self.seq += 1
+            job = _Job(key, fn, priority, useful, self.seq, owner, on_drop)
+            if len(self.jobs) >= MAX_QUEUED:
+                # the least useful job goes (the oldest among equals); a new job that is not
+                # a needed bucket and is no more useful than it is dropped itself
+                worst = max(self.jobs.values(), key=lambda j: (j.priority, -j.useful, -j.seq))
+                if priority != NEEDED and (priority, -useful) >= (worst.priority, -worst.useful):
+                    drop = job
+                else:
+                    drop = self.jobs.pop(worst.key)
+                self.dropped += 1
+            if drop is not job and not self.closed:
+                self.jobs[key] = job
+                self.changed.notify_all()
+                if self.thread is None:
+                    # not a daemon: at exit, a compile in progress finishes (a daemon thread
+                    # returning from XLA during finalization would abort the process)
+                    self.thread = threading.Thread(target=self._work, name="dynjax-compile")
+                    self.thread.start()
+                    threading._register_atexit(self.close)
+        if drop is not None:
+            _dropped(drop)
+        return drop is not job
+
+    def _work(self):
+        _lower_priority()
+        while True:
+            with self.lock:
+                while not self.jobs and not self.closed:
+                    self.changed.wait()
+                if self.closed:
+                    return
+                job = min(self.jobs.values(), key=_Job.order)
+                del self.jobs[job.key]
+                self.running = job
+            try:
+                job.fn()
+            except BaseException:   # the padded tier keeps serving; a foreground compile reports
+                pass
+            finally:
+                job.fn = None   # what the job holds goes now, not when the next one comes
+                with self.lock:
+                    self.running = None
+                    self.changed.notify_all()
+
+    def close(self):
+        """At exit: the jobs not started are dropped, the worker ends after the running one."""
+        with self.lock:
+            self.closed = True
+            self.jobs.clear()
+            self.changed.notify_all()
+
+    def wait_idle(self):
+        with self.lock:
+            while self.jobs or self.running is not None:
+                self.changed.wait()
+
+    def queued(self, owner=None) -> int:
+        jobs = list(self.jobs.values())
+        return len(jobs) if owner is None else sum(1 for j in jobs if j.owner is owner)
+
+
+def _dropped(job: _Job) -> None:
+    if job.on_drop is not None:
+        try:
+            job.on_drop()
+        except Exception:
+            pass
+
+
+_queue = _Queue()
+
+
+def submit(key: Hashable, fn: Callable[[], None], priority: int = NEEDED, useful: int = 0,
+           owner=None, on_drop: Optional[Callable[[], None]] = None) -> bool:
+    """Queue ``fn()`` on the background compile thread under ``key``. False when a job of that
+    key is already queued or running (coalesced), or when the queue is full and this job is
+    the least useful (dropped: ``on_drop()`` is called, as it is for a queued job that a more
+    useful one displaces). ``owner`` (a ``Stats``) counts its jobs in ``queued``. Failures of
+    ``fn`` are dropped: the padded tier keeps serving, and a foreground compile would report
+    the error."""
+    return _queue.submit(key, fn, priority, useful, owner, on_drop)
+
+
+def background(fn: Callable[[], None]) -> None:
+    """Run ``fn()`` on the background compile thread, as a job of its own (tests hold the
+    thread up with it)."""
+    submit(("job", id(fn), object()), fn)
+
+
+def queued(owner=None) -> int:
+    """How many background jobs are waiting (of ``owner``, when given)."""
+    return _queue.queued(owner)
+
+
+def dropped() -> int:
+    """How many background jobs the full queue has dropped in this process."""
+    return _queue.dropped
 
 
 def _lower_priority():
@@ -88,15 +275,23 @@ def _lower_priority():
         pass
 
 
-def _quietly(fn):
-    try:
-        fn()
-    except BaseException:
-        pass
-
-
 def wait_for_background() -> None:
-    """Block until every background compile submitted so far has finished (tests, benchmarks)."""
-    if _executor is None:
-        return
-    _executor.submit(lambda: None).result()
+    """Block until every background job submitted so far has finished (tests, benchmarks)."""
+    _queue.wait_idle()
+
+
+def _after_fork_in_child() -> None:
+    """fork() keeps only the calling thread: the compile thread and the jobs it had not run are
+    gone from the child (their owners hear of them as dropped), and its lock may be held. The
+    child starts a new queue, whose thread starts with its first job; the caches drop the
+    parent's executables (``lru.BoundedCache`` built with ``executables=True``)."""
+    global _queue
+    old = _queue
+    _queue = _Queue()
+    for job in list(old.jobs.values()) + ([old.running] if old.running is not None else []):
+        _dropped(job)
+    from .lru import _after_fork_in_child as caches_after_fork
+    caches_after_fork()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)

@@ -15,6 +15,7 @@ insertion point. A result whose type differs from the declared one only in stati
 """
 from __future__ import annotations
 
+import os
 import threading
 from typing import Callable, Dict, List, Optional, Sequence
 
@@ -160,3 +161,13 @@ def module_text(closed_jaxpr, name: str = "main", *, debug_info: bool = False) -
 
 # The shared MLIR context is not built for concurrent IR construction from several threads.
 _shared_context_lock = threading.RLock()
+
+
+def _after_fork_in_child() -> None:
+    """Another thread of the parent may have been lowering at fork time: a free lock (the
+    child lowers in a new context, ``mlir_passes.context._after_fork_in_child``)."""
+    global _shared_context_lock
+    _shared_context_lock = threading.RLock()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)

@@ -11,6 +11,9 @@
 Only :mod:`dynjax.runtime.xla` touches jaxlib's private API.
 """
 
+import os as _os
+import threading as _threading
+
 from mlir_passes import SpecializationError, specialize, static_type_string
 
 from .cache import (
@@ -23,8 +26,10 @@ from .cache import (
     disk_cache_max_bytes,
     last_cache_hit,
 )
+from . import cache as _cache
 from .xla import (
     Executable,
+    StaleExecutableError,
     compile,
     deserialize,
     ensure_lapack_targets,
@@ -39,6 +44,7 @@ __all__ = [
     "DEFAULT_MAX_BYTES",
     "Executable",
     "SpecializationError",
+    "StaleExecutableError",
     "cache_dir",
     "cache_stats",
     "clear_disk_cache",
@@ -57,3 +63,13 @@ __all__ = [
     "specialize",
     "static_type_string",
 ]
+
+
+def _after_fork_in_child() -> None:
+    """The disk cache's locks may have been held by another thread of the parent at fork
+    time: the child starts with free ones (the client itself: ``xla._after_fork_in_child``)."""
+    _cache._stats_lock = _threading.Lock()
+    _cache._evict_lock = _threading.Lock()
+
+
+_os.register_at_fork(after_in_child=_after_fork_in_child)

@@ -26,10 +26,12 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import platform
 import re
 import struct
 import threading
+import weakref
 from collections.abc import Sequence
 
 import ml_dtypes
@@ -50,6 +52,7 @@ __all__ = [
     "backend_fingerprint",
     "compile_options_id",
     "ensure_lapack_targets",
+    "StaleExecutableError",
 ]
 
 # --------------------------------------------------------------------------
@@ -75,7 +78,8 @@ def _patch_jaxlib() -> None:
 
 
 def get_client():
-    """Return the process-wide XLA CPU client (created on first use)."""
+    """Return the process-wide XLA CPU client (created on first use, and again in a child
+    process after ``fork``: see ``_after_fork_in_child``)."""
     global _client, _device, _device_list, _devices, _sharding
     if _client is None:
         with _lock:
@@ -88,6 +92,83 @@ def get_client():
                 _sharding = _jax.SingleDeviceSharding(_device)
                 _client = client
     return _client
+
+
+# --------------------------------------------------------------------------
+# fork
+#
+# Neither the client nor XLA's compiler survives fork(): the child has only the forking
+# thread, so the client's thread pools have no workers (running an executable, even deleting
+# the client, waits for them forever), and XLA's compiler schedules every compile on a
+# process-wide "slow compilation" alarm whose thread waits on a condition variable in the
+# parent: in a child, the first compile signals that variable and hangs or aborts (absl:
+# "Mutex::Fer with pending CondVar queueing"). A fresh client works in a child, and so does
+# deserializing an executable; compiling does not, once the parent has compiled anything.
+# So, in a child: a new client is made on first use, the executables of the parent's client
+# are retired (calling one raises StaleExecutableError; the caches of qjit functions drop
+# them, see execution/tiers.py), nothing of the parent's client is ever destroyed (kept in
+# _abandoned), and when the parent process had compiled, compiles run in a helper process
+# (runtime/compile_server.py) and come back serialized.
+
+#: +1 in every child process after fork: executables of an older generation are retired
+generation = 0
+_compiler_used = False      # XLA's compiler ran in this process (or in one it was forked from)
+_compile_elsewhere = False  # compiles go to a compile server (a child of a process that compiled)
+_abandoned: list = []       # the parent's client and what belongs to it: never destroyed here
+_live: "weakref.WeakSet" = weakref.WeakSet()   # the executables of this process's client
+_server = None              # the compile server process (compile_server.py), when in use
+_server_lock = threading.Lock()
+
+
+class StaleExecutableError(RuntimeError):
+    """An executable compiled by the XLA client of a parent process, called after fork()."""
+
+
+class _Retired:
+    """The stage pool of a retired executable: taking a stage raises."""
+    __slots__ = ()
+
+    def pop(self):
+        raise StaleExecutableError(
+            "this executable was compiled by the XLA client of the parent process, which does "
+            "not survive fork(); compile the module again in this process (qjit functions do so "
+            "by themselves)")
+
+    def append(self, stage):   # a stage returned by a run that started before the fork
+        pass
+
+
+def _after_fork_in_child() -> None:
+    global _client, _device, _device_list, _devices, _sharding, _lock, _lapack_lock
+    global generation, _compile_elsewhere, _server, _server_lock
+    _abandoned.append((_client, _device, _device_list, _devices, _sharding, _server))
+    _client = _device = _device_list = _devices = _sharding = _server = None
+    _lock = threading.Lock()
+    _lapack_lock = threading.Lock()
+    _server_lock = threading.Lock()
+    generation += 1
+    _compile_elsewhere = _compile_elsewhere or _compiler_used
+    for exe in list(_live):
+        exe._retire()
+    _live.clear()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+def _compile_in_server(static_module):
+    """Compile in the compile server (started on first use) and load the result with this
+    process's client; ValueError when XLA rejects the module."""
+    global _server
+    from . import compile_server
+    text = static_module if isinstance(static_module, (bytes, bytearray)) else str(static_module).encode()
+    with _server_lock:
+        if _server is None or _server.poll() is not None:
+            _server = compile_server.start()
+        ok, payload = compile_server.request(_server, bytes(text))
+    if not ok:
+        raise ValueError(f"XLA failed to compile the module: {payload.decode(errors='replace')}")
+    return deserialize(payload)
 
 
 def jaxlib_version() -> str:
@@ -180,10 +261,15 @@ class Executable:
     """
 
     __slots__ = ("loaded", "in_types", "out_types", "in_avals", "out_avals", "_handlers", "_run", "_via_copy",
-                 "_staged", "_scalars", "_stages", "__weakref__")
+                 "_staged", "_scalars", "_stages", "generation", "wait_interruptibly", "__weakref__")
 
     def __init__(self, loaded, in_types: Sequence[str], out_types: Sequence[str]):
         get_client()
+        self.generation = generation
+        #: wait for the results on a helper thread, so that Ctrl-C interrupts the wait (set for
+        #: runs that may be long: see ``_call_interruptibly``)
+        self.wait_interruptibly = False
+        _live.add(self)
         self.loaded = loaded
         self.in_types = tuple(in_types)
         self.out_types = tuple(out_types)
@@ -223,6 +309,8 @@ class Executable:
         array of exactly the input's shape and dtype or a scalar of one of ``scalar_types``."""
         stages = self._stages
         if stages is None:
+            if self.wait_interruptibly:
+                return _call_interruptibly(self, _put_all(args, self.in_avals), None)
             return _outputs(self, self._run(_put_all(args, self.in_avals)))
         try:
             stage = stages.pop()   # atomic: a stage serves one call at a time
@@ -242,6 +330,8 @@ class Executable:
         except BaseException:
             stages.append(stage)   # nothing ran: the stage is free
             raise
+        if self.wait_interruptibly:
+            return _call_interruptibly(self, bufs, stage)
         outs = self._run(bufs).consume_with_handlers(self._handlers)
         # converting the outputs waits for them, so the run has finished reading the stage
         outs = _host_outputs(self, outs)
@@ -253,8 +343,61 @@ class Executable:
         value converts exactly), for ``call_exact``."""
         return self._scalars[i]
 
+    def _retire(self):
+        """After fork, in the child: this executable belongs to the parent's client."""
+        _abandoned.append((self.loaded, self._stages, self._handlers))
+        self._stages = _Retired()
+
     def __repr__(self):
         return f"Executable(({', '.join(self.in_types)}) -> ({', '.join(self.out_types)}))"
+
+
+class _Waiting:
+    """A run on a helper thread that the calling thread waits for (``_call_interruptibly``)."""
+    __slots__ = ("done", "outs", "error", "abandoned")
+
+    def __init__(self):
+        self.done = threading.Event()
+        self.outs = self.error = None
+        self.abandoned = False
+
+
+def _call_interruptibly(exe: Executable, bufs, stage) -> list:
+    """Run ``exe`` on a helper thread and wait for its outputs on an Event, so that Python's
+    signal handlers (Ctrl-C: KeyboardInterrupt) run on the calling thread while XLA computes.
+
+    XLA:CPU runs a program inside ``execute_sharded`` on the calling thread (with the GIL
+    released), and nothing in Python runs until it returns; an 8 s loop would hear Ctrl-C 8 s
+    late. A helper thread costs ~35 us per call, so only executables whose runs may be long
+    wait this way (``wait_interruptibly``: set by the execution layer from the cost model).
+    When the wait is interrupted, the run is abandoned: it finishes on the helper thread
+    (XLA cannot stop it), its outputs are dropped, and its stage goes back to the pool only
+    then, since XLA reads the inputs from it until the end. A process that exits meanwhile
+    waits for it at exit."""
+    job = _Waiting()
+    # not a daemon: at exit, an abandoned run is waited for (a daemon thread returning from
+    # XLA while the interpreter finalizes would abort the process)
+    threading.Thread(target=_finish_run, args=(exe, bufs, stage, job), name="dynjax-run").start()
+    try:
+        job.done.wait()
+    except BaseException:
+        job.abandoned = True
+        raise
+    if job.error is not None:
+        raise job.error
+    return job.outs
+
+
+def _finish_run(exe: Executable, bufs, stage, job: _Waiting) -> None:
+    try:
+        job.outs = _outputs(exe, exe._run(bufs))   # converting waits for the run to finish
+    except BaseException as e:   # reported on the calling thread
+        job.error = e
+    if stage is not None:
+        exe._stages.append(stage)
+    if job.abandoned:
+        job.outs = job.error = None
+    job.done.set()
 
 
 def _main_types(module) -> tuple[list[str], list[str]]:
@@ -264,8 +407,15 @@ def _main_types(module) -> tuple[list[str], list[str]]:
 
 
 def compile(static_module) -> Executable:
-    """Compile a module with a fully static ``@main`` (MLIR text or bytecode)."""
+    """Compile a module with a fully static ``@main`` (MLIR text or bytecode).
+
+    In a child process forked after the parent compiled, the compile runs in a compile
+    server process (XLA's compiler does not survive fork: see ``_after_fork_in_child``)."""
+    global _compiler_used
+    if _compile_elsewhere:
+        return _compile_in_server(static_module)
     client = get_client()
+    _compiler_used = True
     if _needs_lapack(static_module):
         ensure_lapack_targets()
     in_types, out_types = _main_types(static_module)

@@ -1,0 +1,209 @@
+"""dynjax in child processes (issue 20, item 8).
+
+After fork the child has only the forking thread: the parent's XLA client (its thread pools),
+XLA's compiler (its slow-compilation alarm thread) and dynjax's background compile thread are
+gone, and locks other threads held stay held. A child used to hang on its first compile or
+disk-cache load. Now the child makes a new client, drops the parent's executables from every
+cache, compiles in a compile server process when the parent had compiled, and starts its own
+compile thread (``runtime.xla._after_fork_in_child``, ``execution.tiers._after_fork_in_child``).
+
+Every child runs a program the parent compiled, at a new size and at the parent's size, and a
+program the parent never saw; its values are checked against numpy. Every wait for a child
+has a timeout, so that a regression fails instead of hanging.
+"""
+from __future__ import annotations
+
+import multiprocessing
+import os
+import pickle
+import signal
+import threading
+import time
+
+import numpy as np
+import pytest
+
+import dynjax.numpy as jnp
+from dynjax import qjit, runtime
+from dynjax.execution import tiers
+
+#: seconds a child may take (imports, compiles in a busy machine); a hang takes forever
+CHILD_TIMEOUT = 180
+
+
+@qjit(abstracted_axes={0: "n"})
+def parents_program(x):
+    return jnp.sum(jnp.tanh(x) * 2)
+
+
+def _want_parents(n):
+    return float(np.sum(np.tanh(np.linspace(0, 1, n)) * 2))
+
+
+def _want_new(n):
+    x = np.linspace(0, 1, n)
+    return (np.cumsum(x) * 3 - x).tolist()
+
+
+def child_work(sizes=(5, 7, 3000, 40)) -> dict:
+    """What every child runs: the parent's program at the parent's size and new ones, a
+    brand-new program, then (after the background compiles) the same sizes again."""
+    new = qjit(lambda x: jnp.cumsum(x) * 3 - x, abstracted_axes={0: "n"})
+    out = {"pid": os.getpid(), "parents": {}, "new": {}, "again": {}}
+    for n in sizes:
+        x = np.linspace(0, 1, n)
+        out["parents"][n] = float(parents_program(x))
+        out["new"][n] = new(x).tolist()
+    tiers.wait_for_background()   # the child's own compile thread
+    for n in sizes:
+        out["again"][n] = float(parents_program(np.linspace(0, 1, n)))
+    info = new.cache_info()
+    out["new_compiled"] = info["compilations"] + info["padded_compilations"] + info["disk_cache_hits"]
+    return out
+
+
+def _child_entry(queue):
+    try:
+        queue.put(("ok", child_work()))
+    except BaseException as e:   # reported to the parent, which fails the test with it
+        queue.put(("error", repr(e)))
+
+
+def _check(result, sizes=(5, 7, 3000, 40)):
+    assert result["pid"] != os.getpid()
+    for n in sizes:
+        assert result["parents"][n] == pytest.approx(_want_parents(n), rel=1e-12)
+        assert result["again"][n] == pytest.approx(_want_parents(n), rel=1e-12)
+        np.testing.assert_allclose(result["new"][n], _want_new(n), rtol=1e-12)
+    assert result["new_compiled"] >= 1
+
+
+def _run_in(context: str):
+    ctx = multiprocessing.get_context(context)
+    queue = ctx.Queue()
+    proc = ctx.Process(target=_child_entry, args=(queue,))
+    proc.start()
+    try:
+        status, result = queue.get(timeout=CHILD_TIMEOUT)
+    except Exception:
+        status, result = "timeout", f"the {context} child did not answer in {CHILD_TIMEOUT} s"
+    finally:
+        proc.join(30)
+        if proc.is_alive():
+            proc.kill()
+            proc.join(10)
+    assert status == "ok", result
+    assert proc.exitcode == 0
+    return result
+
+
+@pytest.fixture
+def parent_compiled(tmp_path, monkeypatch):
+    """The parent has compiled (exact and padded executables, background compiles done)."""
+    monkeypatch.setenv("DYNJAX_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.delenv("DYNJAX_TIERS", raising=False)
+    for n in (5, 5, 9):
+        assert float(parents_program(np.linspace(0, 1, n))) == pytest.approx(_want_parents(n), rel=1e-12)
+    tiers.wait_for_background()
+
+
+@pytest.mark.parametrize("disk_cache", ["on", "off"])
+@pytest.mark.parametrize("context", ["fork", "forkserver", "spawn"])
+def test_children_of_every_start_method_compile_and_run(context, disk_cache, parent_compiled, monkeypatch):
+    if disk_cache == "off":   # every compile in a forked child goes to the compile server
+        monkeypatch.setenv("DYNJAX_DISABLE_DISK_CACHE", "1")
+    _check(_run_in(context))
+    # the parent still works, with its own executables
+    assert float(parents_program(np.linspace(0, 1, 33))) == pytest.approx(_want_parents(33), rel=1e-12)
+
+
+def _raw_fork(work) -> object:
+    """Run ``work()`` in a child made by os.fork(); its pickled result comes back on a pipe."""
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:   # the child
+        try:
+            os.close(read)
+            try:
+                payload = pickle.dumps(("ok", work()))
+            except BaseException as e:
+                payload = pickle.dumps(("error", repr(e)))
+            with os.fdopen(write, "wb") as f:
+                f.write(payload)
+        finally:
+            os._exit(0)
+    os.close(write)
+    chunks = []
+    done = threading.Event()
+
+    def reader():
+        with os.fdopen(read, "rb") as f:
+            chunks.append(f.read())
+        done.set()
+    threading.Thread(target=reader, daemon=True).start()
+    finished = done.wait(CHILD_TIMEOUT)
+    if not finished:
+        os.kill(pid, signal.SIGKILL)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and os.waitpid(pid, os.WNOHANG) == (0, 0):
+        time.sleep(0.05)
+    assert finished, f"the forked child did not answer in {CHILD_TIMEOUT} s"
+    status, result = pickle.loads(chunks[0])
+    assert status == "ok", result
+    return result
+
+
+def test_a_raw_fork_child_compiles_and_runs(parent_compiled, monkeypatch):
+    monkeypatch.setenv("DYNJAX_DISABLE_DISK_CACHE", "1")
+    _check(_raw_fork(child_work))
+
+
+def test_a_fork_while_the_compile_thread_is_busy(parent_compiled, monkeypatch):
+    """At fork time the parent's compile thread runs a job and others wait in its queue: the
+    child has neither, starts its own thread, and its calls do not wait for the parent's jobs."""
+    monkeypatch.setenv("DYNJAX_DISABLE_DISK_CACHE", "1")
+    release = threading.Event()
+    tiers.background(release.wait)
+    try:
+        for n in (100, 300, 700):   # their buckets wait behind the held job
+            assert float(parents_program(np.linspace(0, 1, n))) == pytest.approx(_want_parents(n), rel=1e-12)
+        assert tiers.queued() >= 1
+        result = _raw_fork(lambda: (tiers.queued(), child_work((100, 300, 700, 5))))
+    finally:
+        release.set()
+    queued_in_child, work = result
+    assert queued_in_child == 0
+    _check(work, (100, 300, 700, 5))
+    tiers.wait_for_background()
+
+
+def test_the_parents_executables_raise_in_a_child_instead_of_hanging(parent_compiled):
+    from mlir_passes import specialize
+    module = specialize("""func.func @main(%x: tensor<?xf64>) -> tensor<?xf64> {
+      %y = stablehlo.add %x, %x : tensor<?xf64>
+      return %y : tensor<?xf64>
+    }""", ["tensor<4xf64>"], {})
+    exe = runtime.compile(module)
+    np.testing.assert_array_equal(exe(np.arange(4.0))[0], [0.0, 2.0, 4.0, 6.0])
+
+    def work():
+        try:
+            exe(np.arange(4.0))
+        except runtime.StaleExecutableError as e:
+            stale = str(e)
+        else:
+            stale = None
+        again = runtime.compile(module)   # compiled in the child (through the compile server)
+        return stale, again(np.arange(4.0))[0].tolist()
+    stale, again = _raw_fork(work)
+    assert stale is not None and "fork" in stale
+    assert again == [0.0, 2.0, 4.0, 6.0]
+    np.testing.assert_array_equal(exe(np.arange(4.0))[0], [0.0, 2.0, 4.0, 6.0])   # the parent's still works
+
+
+def test_a_child_of_a_child_compiles(parent_compiled, monkeypatch):
+    monkeypatch.setenv("DYNJAX_DISABLE_DISK_CACHE", "1")
+
+    def grandchild():
+        return _raw_fork(lambda: child_work((5, 6, 50, 3000)))
+    _check(_raw_fork(grandchild), (5, 6, 50, 3000))
