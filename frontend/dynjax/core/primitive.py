@@ -9,7 +9,7 @@ What a primitive *means* lives in one table per interpretation, keyed by primiti
 * ``symbolic_rules``       - integer scalar arithmetic on symbolic dimension expressions
   (``core/symbolic.py``; the rules are in ``lax/symbolic_rules.py``), so that equal sizes
   computed twice are recognized as one dim;
-* ``jvp_rules``        - forward-mode differentiation (``transforms/jvp.py``);
+* ``jvp_rules``        - forward-mode differentiation (``transforms/jvp/``);
 * ``partial_eval_rules`` - splitting a primitive whose operands are partly known when
   linearizing (control flow; ``transforms/partial_eval.py``);
 * ``transpose_rules``  - reverse mode: transposing linear primitives (``transforms/transpose.py``);

@@ -42,10 +42,10 @@ from typing import Callable, Dict, Optional
 
 import numpy as np
 
-from .core.jaxpr import Jaxpr, Literal, Var
-from .core.primitive import Primitive
-from .core.symbolic import Expr, Symbol, max0, maximum, single_symbols, to_str
-from .lax import primitives as P
+from ..core.jaxpr import Jaxpr, Literal, Var
+from ..core.primitive import Primitive
+from ..core.symbolic import Expr, Symbol, max0, maximum, single_symbols, to_str
+from ..lax import primitives as P
 
 __all__ = ["Cost", "cost_analysis", "cost_in_inputs", "jaxpr_cost", "cost_rules"]
 
@@ -544,7 +544,7 @@ def _eval_scalars(jaxpr: Jaxpr, values: dict):
     """The single result of ``jaxpr`` from the known scalar inputs in ``values`` (by id of
     the invar), running the primitives' numpy implementations; None when it depends on an
     unknown input."""
-    from .core.primitive import impl_rules
+    from ..core.primitive import impl_rules
     unknown = object()
     env = dict(values)
 
@@ -629,9 +629,9 @@ def _call_cost(eqn, sz):
 
 
 def _register_nested():
-    from .control_flow.primitives import cond_p, for_loop_p, scan_p, while_loop_p
-    from .lax.effects import debug_callback_p
-    from .transforms.custom import custom_jvp_call_p, custom_vjp_call_p
+    from ..control_flow.primitives import cond_p, for_loop_p, scan_p, while_loop_p
+    from ..lax.effects import debug_callback_p
+    from ..transforms.custom import custom_jvp_call_p, custom_vjp_call_p
     for prim, rule in ((for_loop_p, _for_loop_cost), (while_loop_p, _while_cost), (scan_p, _scan_cost),
                        (cond_p, _cond_cost), (custom_jvp_call_p, _call_cost), (custom_vjp_call_p, _call_cost)):
         cost_rules[prim] = rule
@@ -732,67 +732,14 @@ def cost_analysis(fun: Callable, *args, abstracted_axes=None, static_argnums=())
     """The cost of ``fun`` for arguments like ``args``, as formulas in the dynamic dims named
     in ``abstracted_axes`` (``Cost.at(n=...)`` evaluates them). A ``qjit`` function uses its
     own ``abstracted_axes`` and static arguments (or call ``f.cost(*args)``)."""
-    from .qjit import QJIT
-    from .tracing import make_jaxpr
+    from ..qjit import QJIT
+    from ..tracing import make_jaxpr
     if isinstance(fun, QJIT):
         return fun.cost(*args)
     closed = make_jaxpr(fun, static_argnums=static_argnums, abstracted_axes=abstracted_axes)(*args)
     return jaxpr_cost(closed.jaxpr, names=parameter_names(closed.jaxpr, fun, args, static_argnums))
 
 
-# linear algebra (dynjax.lax.linalg): the leading-order LAPACK flop counts of real matrices
-# (a complex flop counts as one), per matrix of the batch; no transcendentals except the
-# logarithms of slogdet
-from .lax import linalg as _L  # noqa: E402
-
-
-def _linalg_cost(flops_of):
-    def rule(eqn, sz):
-        a = eqn.invars[0].aval
-        batch = Expr.const(1)
-        for d in a.shape[:-2]:
-            batch = batch * sz.value(d)
-        m, n = sz.value(a.shape[-2]), sz.value(a.shape[-1])
-        flops, trans = flops_of(eqn, sz, m, n)
-        return Cost(batch * flops, batch * trans, Expr.const(0), Expr.const(0))
-    return rule
-
-
-def _solve_flops(eqn, sz, m, n):
-    k = sz.value(eqn.invars[1].aval.shape[-1])
-    # QR (4/3 n^3), applying Q^H (2 n^2 k), the triangular solve (n^2 k)
-    return (n * n * n * 4).floordiv(3) + n * n * k * 3, Expr.const(0)
-
-
-def _lu_flops(eqn, sz, m, n):
-    return (n * n * n * 2).floordiv(3) + n, Expr.const(0)
-
-
-def _slogdet_flops(eqn, sz, m, n):
-    return (n * n * n * 2).floordiv(3) + n * 2, n
-
-
-def _cholesky_flops(eqn, sz, m, n):
-    return (n * n * n).floordiv(3), n
-
-
-def _qr_flops(eqn, sz, m, n):
-    # Householder QR 2 m n^2 - 2/3 n^3 (m >= n) plus forming Q, bounded by 4 m^2 n
-    return m * n * n * 2 + m * m * n * 2, Expr.const(0)
-
-
-def _eigh_flops(eqn, sz, m, n):
-    return n * n * n * 9, Expr.const(0)
-
-
-def _svd_flops(eqn, sz, m, n):
-    return m * n * n * 4 + n * n * n * 22 if eqn.params["compute_uv"] else m * n * n * 4, Expr.const(0)
-
-
-cost_rules[_L.solve_p] = _linalg_cost(_solve_flops)
-cost_rules[_L.det_p] = _linalg_cost(_lu_flops)
-cost_rules[_L.slogdet_p] = _linalg_cost(_slogdet_flops)
-cost_rules[_L.cholesky_p] = _linalg_cost(_cholesky_flops)
-cost_rules[_L.qr_p] = _linalg_cost(_qr_flops)
-cost_rules[_L.eigh_p] = _linalg_cost(_eigh_flops)
-cost_rules[_L.svd_p] = _linalg_cost(_svd_flops)
+# The cost rules of other primitive families live in modules of this package, one per
+# family (as lax/linalg.py and lowering/linalg.py); importing them registers them.
+from . import linalg as _linalg  # noqa: E402,F401

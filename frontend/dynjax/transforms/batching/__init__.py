@@ -28,17 +28,17 @@ from typing import Any, List, Sequence
 
 import numpy as np
 
-from ..control_flow.primitives import carry_fixpoint, dim_positions
-from ..core.avals import same_dim
-from ..core.errors import api_boundary
-from ..core.primitive import Primitive, batching_rules
-from ..core.pytree import tree_flatten, tree_unflatten
-from ..core.trace import EscapedTracerError, Trace, Tracer, bind, new_trace, next_level, typeof
-from ..lax import api as lax
-from ..lax import effects as P_effects
-from ..lax import primitives as P
-from ..lax.base import dims_from_operands
-from .members import MembersNeeded, members_needed, run_members
+from ...control_flow.primitives import carry_fixpoint, dim_positions
+from ...core.avals import same_dim
+from ...core.errors import api_boundary
+from ...core.primitive import Primitive, batching_rules
+from ...core.pytree import tree_flatten, tree_unflatten
+from ...core.trace import EscapedTracerError, Trace, Tracer, bind, new_trace, next_level, typeof
+from ...lax import api as lax
+from ...lax import effects as P_effects
+from ...lax import primitives as P
+from ...lax.base import dims_from_operands
+from ..members import MembersNeeded, members_needed, run_members
 
 __all__ = ["vmap", "BatchTrace", "BatchTracer", "batching_rules", "move_axis", "to_front", "per_member"]
 
@@ -149,8 +149,8 @@ def per_member(primitive: Primitive, size, vals, dims, params):
     """The fallback: apply ``primitive`` to each member in turn (a ``scan`` over the batch)
     and stack the results. Correct for every primitive whose result type is the same for
     every member."""
-    from ..control_flow.binders import bind_scan
-    from ..numpy import concatenate, zeros
+    from ...control_flow.binders import bind_scan
+    from ...numpy import concatenate, zeros
     # one spare member at the end, so that taking a member is well-typed even when the
     # batch is empty (the scan then runs no iteration)
     batched = [None if d is None else concatenate([to_front(v, d, size),
@@ -392,7 +392,7 @@ batching_rules[P.iota_p] = _iota_rule
 def _batched_outputs(jaxpr, flags) -> List[bool]:
     """Which outputs of ``jaxpr`` may differ across the batch, given which inputs do
     (conservative for nested programs)."""
-    from ..core.jaxpr import Var
+    from ...core.jaxpr import Var
     batched = {id(v) for v, f in zip(jaxpr.invars, flags) if f}
     for eqn in jaxpr.eqns:
         if any(isinstance(a, Var) and id(a) in batched for a in eqn.invars):
@@ -409,7 +409,7 @@ def _eval_batched(jaxpr, size, vals, batched, want):
     """Evaluate ``jaxpr`` under vmap: ``vals[i]`` has its batch axis first when ``batched[i]``.
     Returns the outputs, with the batch axis first where ``want`` (broadcast if needed)
     and unbatched elsewhere (an error if the output differs across the batch)."""
-    from ..core.interpret import eval_jaxpr
+    from ...core.interpret import eval_jaxpr
     outs, out_dims, _ = vmap_flat(lambda *a: eval_jaxpr(jaxpr, [], *a), size, vals,
                                   [0 if b else None for b in batched])
     res = []
@@ -433,7 +433,7 @@ def _front_all(vals, dims, size, flags):
 
 def _for_loop_batch(size, vals, dims, *, body_jaxpr, body_nconsts, nimplicit, apply_reverse_transform,
                     preserve_dimensions):
-    from ..control_flow.binders import bind_for_loop
+    from ...control_flow.binders import bind_for_loop
     nc, ni = body_nconsts, nimplicit
     if any(d is not None for d in dims[nc:nc + 4 + ni]):
         raise NotImplementedError("vmap: a for_loop whose bounds or carried sizes differ across the "
@@ -458,7 +458,7 @@ def _for_loop_batch(size, vals, dims, *, body_jaxpr, body_nconsts, nimplicit, ap
 
 
 def _scan_batch(size, vals, dims, *, jaxpr, num_consts, num_carry, nimplicit, reverse, preserve_dimensions):
-    from ..control_flow.binders import bind_scan
+    from ...control_flow.binders import bind_scan
     nc, ni = num_consts, nimplicit
     nx = num_carry - ni
     if any(d is not None for d in dims[nc:nc + 1 + ni]):
@@ -487,7 +487,7 @@ def _scan_batch(size, vals, dims, *, jaxpr, num_consts, num_carry, nimplicit, re
 
 
 def _cond_batch(size, vals, dims, *, branches):
-    from ..control_flow.binders import bind_cond
+    from ...control_flow.binders import bind_cond
     index, ops = vals[0], vals[1:]
     op_b = [d is not None for d in dims[1:]]
     ops = _front_all(ops, dims[1:], size, op_b)
@@ -524,7 +524,7 @@ def _cond_batch(size, vals, dims, *, branches):
 
 def _while_batch(size, vals, dims, *, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts, nimplicit,
                  preserve_dimensions):
-    from ..control_flow.binders import bind_while_loop
+    from ...control_flow.binders import bind_while_loop
     cc, bc, ni = cond_nconsts, body_nconsts, nimplicit
     if any(d is not None for d in dims[cc + bc:cc + bc + ni]):
         raise NotImplementedError("vmap: a while_loop whose carried sizes differ across the batch is "
@@ -568,7 +568,7 @@ def _while_batch(size, vals, dims, *, cond_jaxpr, body_jaxpr, cond_nconsts, body
 
 
 def _register_control_flow():
-    from ..control_flow.primitives import cond_p, for_loop_p, scan_p, while_loop_p
+    from ...control_flow.primitives import cond_p, for_loop_p, scan_p, while_loop_p
     batching_rules[for_loop_p] = _for_loop_batch
     batching_rules[scan_p] = _scan_batch
     batching_rules[cond_p] = _cond_batch
@@ -711,27 +711,6 @@ def vmap(fun, in_axes=0, out_axes=0, axis_size=None):
     return vmapped
 
 
-
-# ----------------------------------------------------------------------------------------------
-# Rules: linear algebra (dynjax.lax.linalg)
-# ----------------------------------------------------------------------------------------------
-# Every linalg primitive treats the leading axes of its matrix operands as a batch, so the
-# batch axis goes to the front (an unbatched operand of solve is broadcast); size operands
-# (k = min(m, n) of qr / svd) must be the same for every member.
-from ..lax import linalg as _L  # noqa: E402
-
-
-def _linalg_rule(primitive, nmatrices):
-    def rule(size, vals, dims, **params):
-        _check_unbatched(primitive.name, dims[nmatrices:])
-        mats = [to_front(v, d, size) for v, d in zip(vals[:nmatrices], dims[:nmatrices])]
-        out = primitive.bind(*mats, *vals[nmatrices:], **params)
-        if primitive.multiple_results:
-            return list(out), [0] * len(out)
-        return out, 0
-    return rule
-
-
-for _p, _nm in ((_L.solve_p, 2), (_L.det_p, 1), (_L.slogdet_p, 1), (_L.cholesky_p, 1),
-                (_L.qr_p, 1), (_L.eigh_p, 1), (_L.svd_p, 1)):
-    batching_rules[_p] = _linalg_rule(_p, _nm)
+# The rules of other primitive families live in modules of this package, one per
+# family (as lax/linalg.py and lowering/linalg.py); importing them registers them.
+from . import linalg as _linalg  # noqa: E402,F401
