@@ -29,3 +29,4 @@ from .transforms.custom import custom_jvp, custom_vjp  # noqa: E402,F401
 from .transforms.batching import vmap  # noqa: E402,F401
 from . import debug, extend  # noqa: E402,F401
 from .cost_model import cost_analysis  # noqa: E402,F401
+from . import tree, tree_util  # noqa: E402,F401
