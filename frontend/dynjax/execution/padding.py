@@ -373,6 +373,9 @@ for _name in _ELEMENTWISE:
     padding_rules[getattr(P, f"{_name}_p")] = _same
 for _p in (P.transpose_p, P.squeeze_p):
     padding_rules[_p] = _same
+from ..lax import special as _special  # noqa: E402
+for _p in _special.UNARY + _special.BINARY:   # elementwise special functions
+    padding_rules[_p] = _same
 
 
 def _slice(ctx, eqn, x):

@@ -10,3 +10,6 @@ from . import symbolic_rules  # noqa: F401  (registers the dimension arithmetic)
 
 
 from ..control_flow.lax_api import cond, fori_loop, scan, switch, while_loop  # noqa: E402,F401
+from . import special  # noqa: E402,F401  (erf, lgamma, igamma, ...: the special-function primitives)
+from .special import (bessel_i0e, bessel_i1e, digamma, erf, erf_inv, erfc, igamma,  # noqa: E402,F401
+                      igammac, lgamma, polygamma, zeta)

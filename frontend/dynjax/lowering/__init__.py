@@ -19,3 +19,4 @@ from . import rules  # noqa: F401  (registers the rules of dynjax.lax.primitives
 from .rules import reduce  # noqa: F401
 from . import control_flow  # noqa: F401  (registers for_loop / while_loop / cond / scan)
 from . import linalg  # noqa: F401  (registers the LAPACK lowerings of dynjax.lax.linalg)
+from . import special  # noqa: F401  (registers the lowerings of dynjax.lax.special)

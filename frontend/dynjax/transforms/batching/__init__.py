@@ -714,3 +714,4 @@ def vmap(fun, in_axes=0, out_axes=0, axis_size=None):
 # The rules of other primitive families live in modules of this package, one per
 # family (as lax/linalg.py and lowering/linalg.py); importing them registers them.
 from . import linalg as _linalg  # noqa: E402,F401
+from . import special as _special  # noqa: E402,F401

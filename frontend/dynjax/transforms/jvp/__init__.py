@@ -709,3 +709,4 @@ def jvp_flat(fun, primals, tangents, out_tree_box=None):
 # The rules of other primitive families live in modules of this package, one per
 # family (as lax/linalg.py and lowering/linalg.py); importing them registers them.
 from . import linalg as _linalg  # noqa: E402,F401
+from . import special as _special  # noqa: E402,F401
