@@ -102,6 +102,13 @@ EXCLUDED: Dict[str, str] = {
                          "results agree to rounding, not bit for bit; compared with tolerances and by "
                          "reconstruction in test_linalg.py"
        for name in ("solve", "det", "slogdet", "cholesky", "qr", "eigh", "svd")},
+    **{name: "special functions: XLA's expansions (CHLO) and dynjax's series (lax/special_series.py) "
+             "against scipy (eager) agree to a tolerance, not to a few ulps everywhere (lgamma near "
+             "its zeros is accurate in absolute terms only); eager and compiled values, special values "
+             "included, are compared with tolerances in test_scipy.py"
+       for name in ("erf", "erfc", "erf_inv", "lgamma", "digamma", "bessel_i0e", "bessel_i1e", "igamma",
+                    "igammac", "zeta", "polygamma")},
+}
 }
 
 

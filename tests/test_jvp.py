@@ -194,6 +194,19 @@ CASES += [
     Case("jnp_pad_where", lambda x: jnp.where(x > 0, jnp.pad(x, 1)[1:-1] * x, jnp.exp(x)), lambda n: [(n,)],
          valid=lambda x: away_from(x, [0])),
 ]
+# special functions (dynjax.lax.special); the first operand of igamma / igammac / zeta /
+# polygamma is a constant (their derivatives in it are not implemented)
+CASES += [
+    Case("erf_erfc", lambda x: (lax.erf(x), lax.erfc(x))),
+    Case("erf_inv", lax.erf_inv, lo=-0.9, hi=0.9),
+    Case("lgamma_digamma", lambda x: (lax.lgamma(x), lax.digamma(x)), lo=0.2, hi=4.0),
+    Case("bessel_i0e_i1e", lambda x: (lax.bessel_i0e(x), lax.bessel_i1e(x)), lo=-4.0, hi=4.0,
+         valid=lambda x: away_from(x, [0])),
+    Case("igamma_igammac", lambda x: (lax.igamma(f64(2.5), x), lax.igammac(f64(0.7), x)), lo=0.1, hi=4.0),
+    Case("zeta_polygamma", lambda x: (lax.zeta(f64(3.0), x), lax.polygamma(f64(1.0), x),
+                                      lax.polygamma(f64(2.0), x)), lo=0.3, hi=3.0),
+]
+
 
 CASE_IDS = [case.name for case in CASES]
 

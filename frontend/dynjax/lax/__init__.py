@@ -13,3 +13,6 @@ from ..control_flow.lax_api import cond, fori_loop, scan, switch, while_loop  # 
 from . import special  # noqa: E402,F401  (erf, lgamma, igamma, ...: the special-function primitives)
 from .special import (bessel_i0e, bessel_i1e, digamma, erf, erf_inv, erfc, igamma,  # noqa: E402,F401
                       igammac, lgamma, polygamma, zeta)
+from .convolution import (ConvDimensionNumbers, conv, conv_dimension_numbers,  # noqa: E402,F401
+                          conv_general_dilated, conv_general_dilated_patches, conv_transpose,
+                          conv_with_general_padding)

@@ -710,3 +710,4 @@ def jvp_flat(fun, primals, tangents, out_tree_box=None):
 # family (as lax/linalg.py and lowering/linalg.py); importing them registers them.
 from . import linalg as _linalg  # noqa: E402,F401
 from . import special as _special  # noqa: E402,F401
+from . import convolution as _convolution  # noqa: E402,F401  (conv_general_dilated and its transposes)
