@@ -109,7 +109,6 @@ EXCLUDED: Dict[str, str] = {
        for name in ("erf", "erfc", "erf_inv", "lgamma", "digamma", "bessel_i0e", "bessel_i1e", "igamma",
                     "igammac", "zeta", "polygamma")},
 }
-}
 
 
 class _Operand:
