@@ -98,6 +98,8 @@ EXCLUDED: Dict[str, str] = {
                   "it is the error for forward mode; transforms/custom.py, test_custom_and_extend.py)",
     "debug_callback": "a host callback with no results, never compiled (it runs as a host step); "
                       "its eager and compiled output is compared in test_debug.py",
+    "pure_callback": "a host call of a Python function, never compiled (it runs as a host step); "
+                     "eager, compiled and batched calls are compared in test_top_level.py",
     **{f"linalg_{name}": "LAPACK (compiled) and numpy.linalg (eager) use different algorithms, so the "
                          "results agree to rounding, not bit for bit; compared with tolerances and by "
                          "reconstruction in test_linalg.py"

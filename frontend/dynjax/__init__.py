@@ -30,3 +30,6 @@ from .transforms.batching import vmap  # noqa: E402,F401
 from . import debug, extend  # noqa: E402,F401
 from .cost_model import cost_analysis  # noqa: E402,F401
 from . import tree, tree_util  # noqa: E402,F401
+from .top_level import (block_until_ready, device_get, device_put, eval_shape, jit,  # noqa: E402,F401
+                        typeof)
+from .callbacks import pure_callback  # noqa: E402,F401

@@ -112,7 +112,7 @@ class QJIT:
     """A function compiled just in time; see the module docstring."""
 
     def __init__(self, fun: Callable, static_argnums=None, static_argnames=None, abstracted_axes=None,
-                 cache_size: Optional[int] = None):
+                 cache_size: Optional[int] = None, donate_argnums=None, donate_argnames=None):
         functools.update_wrapper(self, fun)
         self.fun = fun
         self.signature = _signature(fun)
@@ -126,6 +126,7 @@ class QJIT:
                     raise ValueError(f"static_argnames names {n!r}, which is not a parameter of {fun.__name__}")
                 nums.append(names.index(n))
         self.static_argnums = tuple(sorted(set(nums)))
+        self.donate_argnums = _donated(fun, self.signature, donate_argnums, donate_argnames, self.static_argnums)
         self.abstracted_axes = abstracted_axes
         self.cache_size = default_cache_size() if cache_size is None else check_cache_size(cache_size)
         self.stats = Stats(self.cache_size)
@@ -625,9 +626,50 @@ def _signature(fun):
         return None
 
 
+def _donated(fun, signature, donate_argnums, donate_argnames, static_argnums):
+    """JAX's donated argument positions, validated: ints (or parameter names) of positional
+    parameters that are not static. Donation lets the compiled function reuse the callers'
+    buffers; dynjax's results never alias arguments (numpy inputs are copied into XLA), so
+    donating changes nothing but is accepted, as JAX's CPU backend accepts it."""
+    name = getattr(fun, "__name__", "the function")
+    nums = []
+    for i in ([donate_argnums] if isinstance(donate_argnums, (int, np.integer)) else donate_argnums or ()):
+        if not isinstance(i, (int, np.integer)) or isinstance(i, bool):
+            raise TypeError(f"donate_argnums must be ints, got {i!r}")
+        nums.append(int(i))
+    names = [donate_argnames] if isinstance(donate_argnames, str) else list(donate_argnames or ())
+    params = list(signature.parameters.values()) if signature is not None else None
+    positional = None if params is None or any(p.kind == p.VAR_POSITIONAL for p in params) else \
+        [p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    for n in names:
+        if not isinstance(n, str):
+            raise TypeError(f"donate_argnames must be strings, got {n!r}")
+        if params is not None and n not in [p.name for p in params]:
+            raise ValueError(f"donate_argnames names {n!r}, which is not a parameter of {name}")
+        if positional is not None and n in positional:
+            nums.append(positional.index(n))
+    out = []
+    for i in nums:
+        if positional is not None:
+            if not -len(positional) <= i < len(positional):
+                raise ValueError(f"donate_argnums {i} is out of range for {name}, which takes "
+                                 f"{len(positional)} positional arguments")
+            i %= len(positional)
+        if i in static_argnums:
+            raise ValueError(f"argument {i} of {name} is both static and donated")
+        out.append(i)
+    return tuple(sorted(set(out)))
+
+
 def qjit(fun: Optional[Callable] = None, *, static_argnums=None, static_argnames=None,
-         abstracted_axes=None, cache_size: Optional[int] = None, autograph: bool = False):
+         abstracted_axes=None, cache_size: Optional[int] = None, autograph: bool = False,
+         donate_argnums=None, donate_argnames=None):
     """Compile ``fun`` with dynamic shapes; usable as ``@qjit`` or ``@qjit(...)``.
+
+    ``donate_argnums`` / ``donate_argnames`` (JAX's meaning: the caller gives those arguments
+    up, the function may reuse their memory) are validated and recorded as
+    ``f.donate_argnums``; results never alias arguments in dynjax, so the caller's arrays stay
+    intact and usable.
 
     ``cache_size`` bounds each of the function's in-memory caches (traces, executables per
     program segment, the dispatch table), least recently used first out; the default is
@@ -638,5 +680,6 @@ def qjit(fun: Optional[Callable] = None, *, static_argnums=None, static_argnames
         if autograph:
             from .autograph import convert
             f = convert(f)
-        return QJIT(f, static_argnums, static_argnames, abstracted_axes, cache_size)
+        return QJIT(f, static_argnums, static_argnames, abstracted_axes, cache_size,
+                    donate_argnums, donate_argnames)
     return wrap if fun is None else wrap(fun)

@@ -55,6 +55,11 @@ batching_rules: Dict[Primitive, Callable] = {}
 #: into an XLA program (the planner runs them on the host, in program order).
 effectful_primitives: Set[Primitive] = set()
 
+#: Primitives that run on the host (a Python callback with results, ``pure_callback``): never
+#: compiled into an XLA program (the planner runs their impl between compiled segments), but
+#: pure, so dead-code elimination may drop them. Effectful primitives run on the host too.
+host_primitives: Set[Primitive] = set()
+
 
 def as_dim(x):
     """The dimension an operand stands for: an int for known values, else the operand itself."""

@@ -744,3 +744,4 @@ def cost_analysis(fun: Callable, *args, abstracted_axes=None, static_argnums=())
 # family (as lax/linalg.py and lowering/linalg.py); importing them registers them.
 from . import linalg as _linalg  # noqa: E402,F401
 from . import special as _special  # noqa: E402,F401
+from . import callbacks as _callbacks  # noqa: E402,F401

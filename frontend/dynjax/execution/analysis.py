@@ -18,7 +18,7 @@ from typing import Iterable, List, Set
 import numpy as np
 
 from ..core.jaxpr import Jaxpr, Literal, Var
-from ..core.primitive import effectful_primitives
+from ..core.primitive import effectful_primitives, host_primitives
 from ..control_flow.primitives import fixed_inputs as _control_flow_fixed_inputs
 from ..control_flow.primitives import passthrough_results
 from ..lax import primitives as P
@@ -104,7 +104,7 @@ def statically_compilable(eqn, foldable: Set[int]) -> bool:
     program's constant inputs inherit foldability from the operands and everything else
     (loop-carried values, the loop index) varies at run time.
     """
-    if eqn.primitive in effectful_primitives:
+    if eqn.primitive in effectful_primitives or eqn.primitive in host_primitives:
         return False   # a host callback runs on the host, in program order
     for d in eqn_dim_uses(eqn):
         if isinstance(d, Var) and id(d) not in foldable:

@@ -21,3 +21,4 @@ from . import control_flow  # noqa: F401  (registers for_loop / while_loop / con
 from . import linalg  # noqa: F401  (registers the LAPACK lowerings of dynjax.lax.linalg)
 from . import special  # noqa: F401  (registers the lowerings of dynjax.lax.special)
 from . import convolution  # noqa: E402,F401  (registers the lowering of lax.conv_general_dilated)
+from . import callbacks as _callbacks_lowering  # noqa: E402,F401  (the pure_callback placeholder)

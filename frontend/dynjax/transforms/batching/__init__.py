@@ -715,3 +715,4 @@ def vmap(fun, in_axes=0, out_axes=0, axis_size=None):
 # family (as lax/linalg.py and lowering/linalg.py); importing them registers them.
 from . import linalg as _linalg  # noqa: E402,F401
 from . import special as _special  # noqa: E402,F401
+from . import callbacks as _callbacks  # noqa: E402,F401

@@ -711,3 +711,4 @@ def jvp_flat(fun, primals, tangents, out_tree_box=None):
 from . import linalg as _linalg  # noqa: E402,F401
 from . import special as _special  # noqa: E402,F401
 from . import convolution as _convolution  # noqa: E402,F401  (conv_general_dilated and its transposes)
+from . import callbacks as _callbacks  # noqa: E402,F401

@@ -1,0 +1,191 @@
+"""dynjax's top-level JAX names against jax: eval_shape, typeof, block_until_ready,
+device_put / device_get, jit (and qjit's donate_argnums), pure_callback (eager, compiled at
+static and dynamic sizes, in loops and branches, under vmap, not under grad)."""
+import jax
+import numpy as np
+import pytest
+
+import dynjax
+import dynjax.numpy as jnp
+from dynjax import ShapeDtypeStruct as S
+
+jax.config.update("jax_enable_x64", True)
+
+
+# --- eval_shape, typeof, block_until_ready, device_put / device_get ------------------------------
+def test_eval_shape_like_jax():
+    def f(x, y):
+        return {"a": x @ y, "b": (x.sum(0), x.T)}
+    args = (S((3, 4), np.float32), np.ones((4, 5)))
+    out = dynjax.eval_shape(f, *args)
+    jout = jax.eval_shape(lambda x, y: {"a": x @ y, "b": (x.sum(0), x.T)},
+                          jax.ShapeDtypeStruct((3, 4), np.float32), np.ones((4, 5)))
+    for a, b in zip(dynjax.tree_util.tree_leaves(out), jax.tree_util.tree_leaves(jout)):
+        assert isinstance(a, S) and a.shape == b.shape and a.dtype == b.dtype
+    # jax.ShapeDtypeStruct arguments are accepted too
+    assert dynjax.eval_shape(jnp.sin, jax.ShapeDtypeStruct((2,), np.float32)).shape == (2,)
+
+
+def test_eval_shape_dynamic_dims():
+    x = S((None, 3), np.float64)
+    out = dynjax.eval_shape(lambda x: (x[1:], x[x > 0], x.sum(0), jnp.concatenate([x, x])), x)
+    assert [o.shape for o in out] == [(None, 3), (None,), (3,), (None, 3)]
+    assert dynjax.eval_shape(lambda n: jnp.ones((n, 2), np.int32), 5) == S((None, 2), np.int32)
+    with pytest.raises(TypeError):
+        dynjax.eval_shape(lambda x: "text", np.ones(2))
+
+
+def test_typeof_block_device():
+    assert str(dynjax.typeof(np.ones((2, 3), np.float32))) == "f32[2,3]"
+    tree = {"a": np.ones(2), "b": [1.0]}
+    assert dynjax.block_until_ready(tree) is tree
+    put = dynjax.device_put({"a": [1.0, 2], "b": jax.numpy.ones(2)})
+    assert isinstance(put["a"][0], np.ndarray) and put["a"][1].dtype == np.int64
+    np.testing.assert_array_equal(put["b"], np.ones(2))
+    assert isinstance(put["b"], np.ndarray)
+    got = dynjax.device_get({"a": jax.numpy.arange(3), "b": 2})
+    assert isinstance(got["a"], np.ndarray) and got["b"] == 2
+    dynjax.device_put(np.ones(2), jax.devices("cpu")[0])
+    with pytest.raises(ValueError, match="device"):
+        dynjax.device_put(np.ones(2), "gpu")
+
+
+def test_jit_alias_and_donation():
+    f = dynjax.jit(lambda x, n: x * n, static_argnums=1, donate_argnums=0)
+    x = np.arange(3.0)
+    np.testing.assert_array_equal(f(x, 3), x * 3)
+    np.testing.assert_array_equal(x, np.arange(3.0))   # a donated argument stays intact
+    assert f.donate_argnums == (0,)
+
+    @dynjax.jit(static_argnames="k", donate_argnames="x", keep_unused=True, inline=True, backend="cpu")
+    def g(x, k):
+        return x[:k]
+    np.testing.assert_array_equal(g(np.arange(4.0), k=2), [0.0, 1.0])
+    assert g.donate_argnums == (0,)
+
+    def h(x, n):
+        return x
+    with pytest.raises(ValueError, match="out of range"):
+        dynjax.jit(h, donate_argnums=5)
+    with pytest.raises(ValueError, match="not a parameter"):
+        dynjax.jit(h, donate_argnames="q")
+    with pytest.raises(ValueError, match="static and donated"):
+        dynjax.qjit(h, static_argnums=1, donate_argnums=1)
+    with pytest.raises(TypeError):
+        dynjax.jit(h, donate_argnums="a")
+    with pytest.raises(ValueError, match="backend"):
+        dynjax.jit(h, backend="gpu")
+    with pytest.raises(ValueError, match="in_shardings"):
+        dynjax.jit(h, in_shardings=object())
+
+
+# --- pure_callback -------------------------------------------------------------------------------
+def _sort(x):
+    return np.sort(x)
+
+
+def test_pure_callback_eager_like_jax():
+    x = np.array([3.0, 1.0, 2.0])
+    out = dynjax.pure_callback(_sort, S((3,), np.float64), x)
+    jout = jax.pure_callback(_sort, jax.ShapeDtypeStruct((3,), np.float64), x)
+    np.testing.assert_array_equal(out, jout)
+    # pytrees in and out, keyword arguments, results cast to the declared dtype
+    res = dynjax.pure_callback(lambda d, k: {"s": d["a"].sum() * k, "n": 2},
+                               {"s": S((), np.float32), "n": S((), np.int32)}, {"a": x}, k=2.0)
+    assert res["s"].dtype == np.float32 and res["s"] == 12.0 and res["n"].dtype == np.int32
+    with pytest.raises(RuntimeError, match="shape"):
+        dynjax.pure_callback(lambda x: x[:2], S((3,), np.float64), x)
+    with pytest.raises(ValueError, match="vmap_method"):
+        dynjax.pure_callback(_sort, S((3,), np.float64), x, vmap_method="bad")
+    with pytest.raises(ValueError, match="unknown size"):
+        dynjax.pure_callback(_sort, S((None,), np.float64), x)
+
+
+def test_pure_callback_compiled_static_and_dynamic():
+    calls = []
+
+    def host(x):
+        calls.append(x.shape)
+        return np.sort(x)[::-1]
+
+    @dynjax.qjit(abstracted_axes={0: "n"})
+    def f(x):
+        unused = dynjax.pure_callback(host, S(x.shape, x.dtype), x + 1)   # dropped: pure, unused
+        del unused
+        y = dynjax.pure_callback(host, S(x.shape, x.dtype), x)
+        return jnp.cumsum(y) * 2
+
+    for n in (0, 1, 5):
+        x = np.random.default_rng(n).normal(size=n)
+        calls.clear()
+        np.testing.assert_allclose(f(x), np.cumsum(np.sort(x)[::-1]) * 2)
+        assert calls == [(n,)]
+    assert f.traces == 1
+
+    @dynjax.qjit
+    def g(n):   # a result size given by a traced int
+        return dynjax.pure_callback(lambda n: np.arange(n) ** 2, S((n,), np.int64), n) + 1
+    for n in (0, 1, 4):
+        np.testing.assert_array_equal(g(n), np.arange(n) ** 2 + 1)
+    assert g.traces == 1
+    assert "pure_callback" in g.mlir
+
+
+def test_pure_callback_in_loop_and_cond():
+    @dynjax.qjit
+    def f(x, k):
+        def body(i, acc):
+            return acc + dynjax.pure_callback(lambda a, i: a * i, S(x.shape, x.dtype), x, i)
+
+        acc = dynjax.for_loop(0, k, 1)(body)(jnp.zeros_like(x))
+        return dynjax.lax.cond(k > 2, lambda a: dynjax.pure_callback(np.negative, S(a.shape, a.dtype), a),
+                               lambda a: a, acc)
+    x = np.array([1.0, 2.0])
+    for k in (0, 2, 4):
+        expected = x * sum(range(k))
+        np.testing.assert_allclose(f(x, k), -expected if k > 2 else expected)
+
+
+@pytest.mark.parametrize("method", ["sequential", "expand_dims", "broadcast_all"])
+def test_pure_callback_vmap_like_jax(method):
+    seen = []
+
+    def host(a, b):
+        seen.append((a.shape, b.shape))
+        return a * b + 1
+
+    def f(mod):
+        def g(a, b):
+            return mod.pure_callback(host, mod.ShapeDtypeStruct(a.shape, a.dtype), a, b, vmap_method=method)
+        return g
+    a, b = np.arange(6.0).reshape(2, 3), np.array([1.0, 2.0, 3.0])
+    out = dynjax.vmap(f(dynjax), in_axes=(0, None))(a, b)
+    dyn_seen, seen[:] = list(seen), []
+    jout = jax.vmap(f(jax), in_axes=(0, None))(a, b)
+    np.testing.assert_array_equal(out, jout)
+    assert dyn_seen == seen   # the callback sees the same arguments as in jax
+    # compiled, over a dynamic batch
+    vf = dynjax.qjit(dynjax.vmap(f(dynjax), in_axes=(0, None)), abstracted_axes=({0: "n"}, None))
+    for n in (0, 1, 3):
+        a = np.arange(n * 3.0).reshape(n, 3)
+        np.testing.assert_array_equal(vf(a, b), a * b + 1)
+    with pytest.raises(NotImplementedError, match="vmap_method"):
+        dynjax.vmap(lambda a: dynjax.pure_callback(np.sin, S(a.shape, a.dtype), a))(np.ones((2, 2)))
+
+
+def test_pure_callback_not_differentiable():
+    f = lambda x: jnp.sum(dynjax.pure_callback(np.sin, S(x.shape, x.dtype), x))  # noqa: E731
+    with pytest.raises(ValueError, match="custom_jvp"):
+        dynjax.grad(f)(np.ones(3))
+    with pytest.raises(ValueError):
+        jax.grad(lambda x: jax.numpy.sum(jax.pure_callback(np.sin, jax.ShapeDtypeStruct(x.shape, x.dtype), x)))(
+            np.ones(3))
+    # a callback on values that do not depend on the differentiated input is fine
+    g = dynjax.grad(lambda x, c: jnp.sum(x * dynjax.pure_callback(np.cos, S(c.shape, c.dtype), c)))
+    np.testing.assert_allclose(g(np.ones(3), np.arange(3.0)), np.cos(np.arange(3.0)))
+
+    @dynjax.custom_jvp
+    def sin(x):
+        return dynjax.pure_callback(np.sin, S(x.shape, x.dtype), x)
+    sin.defjvp(lambda p, t: (sin(p[0]), jnp.cos(p[0]) * t[0]))
+    np.testing.assert_allclose(dynjax.grad(lambda x: jnp.sum(sin(x)))(np.arange(3.0)), np.cos(np.arange(3.0)))
