@@ -46,3 +46,15 @@ nan = float("nan")
 newaxis = None
 bool = bool_
 from . import linalg  # noqa: F401,E402  (dynjax.numpy.linalg: solve, inv, det, qr, eigh, svd, norm, ...)
+from .elementwise import (acos, acosh, arccosh, arcsinh, arctanh, asin, asinh, atan, atan2,  # noqa: F401,E402
+                          atanh, bitwise_count, degrees, divmod, fabs, float_power, fmax, fmin, frexp,
+                          gcd, i0, iscomplex, isneginf, isposinf, isreal, lcm, ldexp, logaddexp,
+                          logaddexp2, modf, nextafter, positive, pow, radians, reciprocal, spacing, trunc)
+from .polynomial import (poly, polyadd, polyder, polydiv, polyfit, polyint, polymul, polysub,  # noqa: F401,E402
+                         polyval, vander)
+from .setops import intersect1d, isin, setdiff1d, setxor1d, union1d  # noqa: F401,E402
+from .windows import (bartlett, blackman, copy, fromfunction, geomspace, hamming, hanning,  # noqa: F401,E402
+                      kaiser, logspace, tri)
+from .index_tricks import (c_, diag_indices, diag_indices_from, fill_diagonal, index_exp, ix_,  # noqa: F401,E402
+                           mask_indices, mgrid, ogrid, r_, ravel_multi_index, s_, tril_indices,
+                           tril_indices_from, triu_indices, triu_indices_from, unravel_index)
