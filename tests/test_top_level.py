@@ -189,3 +189,28 @@ def test_pure_callback_not_differentiable():
         return dynjax.pure_callback(np.sin, S(x.shape, x.dtype), x)
     sin.defjvp(lambda p, t: (sin(p[0]), jnp.cos(p[0]) * t[0]))
     np.testing.assert_allclose(dynjax.grad(lambda x: jnp.sum(sin(x)))(np.arange(3.0)), np.cos(np.arange(3.0)))
+
+
+# --- foreign arrays (jax.Array, __array__, __jax_array__) as dynjax.numpy operands and shapes ---
+class _HasArray:
+    def __array__(self, dtype=None, copy=None):
+        return np.arange(3.0)
+
+
+class _HasJaxArray:
+    def __jax_array__(self):
+        return jax.numpy.arange(2.0)
+
+
+def test_foreign_arrays():
+    np.testing.assert_array_equal(jnp.ones(jax.numpy.array([2, 3])), np.ones((2, 3)))
+    np.testing.assert_array_equal(jnp.zeros(jax.numpy.int32(3)), np.zeros(3))
+    assert jnp.sum(jax.numpy.ones(3)) == 3.0
+    np.testing.assert_allclose(jnp.sin(_HasArray()), np.sin(np.arange(3.0)))
+    np.testing.assert_allclose(jnp.cos(_HasJaxArray()), np.cos(np.arange(2.0)))
+    np.testing.assert_array_equal(jnp.reshape(np.arange(6), jax.numpy.array([2, 3])), np.arange(6).reshape(2, 3))
+    out = dynjax.qjit(lambda x: x + jax.numpy.ones(2), abstracted_axes=None)(np.ones(2))
+    assert isinstance(out, np.ndarray)
+    np.testing.assert_array_equal(out, [2.0, 2.0])
+    np.testing.assert_allclose(dynjax.grad(lambda x: jnp.sum(x * jax.numpy.arange(3.0)))(np.ones(3)),
+                               np.arange(3.0))

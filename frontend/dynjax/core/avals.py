@@ -252,8 +252,29 @@ def dim_aval() -> ShapedArray:
     return ShapedArray((), int64, weak_type=True)
 
 
+#: types that are never foreign arrays (``core.trace`` adds its ``Tracer``)
+not_foreign_types = [np.ndarray, np.generic, bool, int, float, complex, str, type]
+
+
+def is_foreign_array(x) -> bool:
+    """Whether ``x`` is an array of another library (a ``jax.Array``, anything with
+    ``__array__`` or ``__jax_array__``): dynjax takes it as the numpy array it converts to."""
+    return not isinstance(x, tuple(not_foreign_types)) and (
+        hasattr(x, "__jax_array__") or hasattr(x, "__array__"))
+
+
+def from_foreign_array(x):
+    """``x`` (``is_foreign_array``) as a numpy array; ``__jax_array__`` first, as in JAX (it
+    may give a dynjax tracer, returned as is)."""
+    if hasattr(x, "__jax_array__"):
+        x = x.__jax_array__()
+        if not is_foreign_array(x):
+            return x if not isinstance(x, np.generic) else np.asarray(x)   # a dynjax tracer, a number
+    return np.asarray(x)
+
+
 def aval_of_value(x) -> ShapedArray:
-    """The abstract value of a concrete Python or numpy value."""
+    """The abstract value of a concrete Python or numpy value (or a foreign array)."""
     if isinstance(x, (np.ndarray, np.generic)):
         return ShapedArray(x.shape, canonical_dtype(x.dtype))
     if isinstance(x, bool):
@@ -264,4 +285,10 @@ def aval_of_value(x) -> ShapedArray:
         return ShapedArray((), float64, weak_type=True)
     if isinstance(x, complex):
         return ShapedArray((), complex128, weak_type=True)
+    if is_foreign_array(x):
+        y = from_foreign_array(x)
+        if isinstance(y, np.ndarray) and y.dtype != object:
+            return aval_of_value(y)
+        if hasattr(y, "aval"):
+            return y.aval
     raise TypeError(f"{type(x).__name__} is not a valid array value")

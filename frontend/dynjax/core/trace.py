@@ -17,6 +17,7 @@ import contextlib
 import threading
 from typing import List
 
+import numpy as np
 
 from . import avals as _avals
 from .primitive import Primitive, impl_rules
@@ -130,12 +131,23 @@ def new_trace(trace: Trace, dynamic: bool = False):
         state.stack.pop()
 
 
+_NATIVE_OPERANDS = frozenset({np.ndarray, int, float, bool, complex})
+
+
 def bind(primitive: Primitive, *args, **params):
     """Apply ``primitive`` to ``args`` under the appropriate interpreter."""
     top = _state.dynamic[-1]
+    foreign = False
     for a in args:
-        if isinstance(a, Tracer) and a._trace.level > top.level:
-            top = a._trace
+        if isinstance(a, Tracer):
+            if a._trace.level > top.level:
+                top = a._trace
+        elif a.__class__ not in _NATIVE_OPERANDS and _avals.is_foreign_array(a):
+            foreign = True
+    if foreign:   # a jax.Array or another __array__ object: its numpy value
+        args = tuple(_avals.from_foreign_array(a) if not isinstance(a, Tracer) and _avals.is_foreign_array(a)
+                     else a for a in args)
+        return bind(primitive, *args, **params)
     if top is _eval_trace:
         for a in args:
             if isinstance(a, Tracer):
@@ -343,6 +355,9 @@ def _nonzero_method(self, *, size=None, fill_value=None):
 
 
 Tracer.nonzero = _nonzero_method
+
+
+_avals.not_foreign_types.append(Tracer)   # a tracer's __array__ is its concretization error
 
 
 def is_concrete(x) -> bool:

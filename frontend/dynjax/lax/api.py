@@ -9,7 +9,7 @@ from typing import Sequence
 
 import numpy as np
 
-from ..core.avals import canonical_dtype, int64
+from ..core.avals import canonical_dtype, from_foreign_array, int64, is_foreign_array
 from ..core.staging import note_size
 from ..core.trace import Tracer, typeof
 from . import primitives as P
@@ -31,6 +31,11 @@ def canonicalize_dim(d, what="dimension"):
         return d
     if isinstance(d, (bool, np.bool_)):
         raise TypeError(f"a {what} must be an integer, got {d!r}")
+    if is_foreign_array(d):   # a jax.Array scalar (or another __array__ object)
+        d = from_foreign_array(d)
+        if isinstance(d, Tracer) or (isinstance(d, np.ndarray) and d.ndim == 0
+                                     and np.issubdtype(d.dtype, np.integer)):
+            return canonicalize_dim(d, what)
     if isinstance(d, (int, np.integer)) or (isinstance(d, np.ndarray) and d.ndim == 0
                                             and np.issubdtype(d.dtype, np.integer)):
         d = int(d)
@@ -46,6 +51,8 @@ def shape_entries(shape) -> tuple:
     (whose elements become sizes). Entries are not checked here (``canonicalize_dim`` does)."""
     if isinstance(shape, (tuple, list)):
         return tuple(shape)
+    if is_foreign_array(shape):   # a jax.Array shape: its numpy value
+        shape = from_foreign_array(shape)
     if isinstance(shape, np.ndarray) and shape.ndim == 1:
         if not np.issubdtype(shape.dtype, np.integer):
             raise TypeError(f"a shape array must hold integers, got dtype {shape.dtype}")
