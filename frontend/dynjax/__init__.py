@@ -33,3 +33,4 @@ from . import tree, tree_util  # noqa: E402,F401
 from .top_level import (block_until_ready, device_get, device_put, eval_shape, jit,  # noqa: E402,F401
                         typeof)
 from .callbacks import pure_callback  # noqa: E402,F401
+from . import nn, scipy  # noqa: E402,F401  (dynjax.nn activations; dynjax.scipy special / stats / linalg)
