@@ -208,6 +208,17 @@ CASES += [
 ]
 
 
+# convolutions (dynjax.lax.convolution): bilinear, a dynamic batch or spatial axis
+CASES += [
+    Case("conv_same_strided", lambda x, w: lax.conv_general_dilated(x, w, (2,), "SAME"),
+         lambda n: [(2, 2, n), (3, 2, 3)], dyn=[2, None]),
+    Case("conv_nhwc_grouped_dilated", lambda x, w: lax.conv_general_dilated(
+        x, w, (1, 1), [(1, 0), (0, 1)], (1, 2), (2, 1), ("NHWC", "HWIO", "NHWC"), 2),
+         lambda n: [(n, 3, 2, 4), (2, 2, 2, 4)], dyn=[0, None]),
+    Case("conv_batch_group", lambda x, w: lax.conv_general_dilated(x, w, (1,), "VALID", batch_group_count=2),
+         lambda n: [(4, 2, n), (4, 2, 2)], dyn=[2, None]),
+]
+
 CASE_IDS = [case.name for case in CASES]
 
 

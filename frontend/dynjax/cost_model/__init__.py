@@ -745,3 +745,4 @@ def cost_analysis(fun: Callable, *args, abstracted_axes=None, static_argnums=())
 from . import linalg as _linalg  # noqa: E402,F401
 from . import special as _special  # noqa: E402,F401
 from . import callbacks as _callbacks  # noqa: E402,F401
+from . import convolution as _convolution  # noqa: E402,F401  (conv_general_dilated)

@@ -661,29 +661,16 @@ def from_canonical(x, spec):
     return x if tuple(spec) == tuple(range(len(spec))) else transpose(x, tuple(int(i) for i in np.argsort(spec)))
 
 
-def split_axis(x, axis: int, outer):
+def split_axis(x, axis: int, outer, inner=None):
     """Axis ``axis`` of ``x`` (size ``outer * inner``) as two axes ``(outer, inner)``, the
-    first major; ``outer`` is an int or a traced size."""
+    first major; sizes are ints or traced sizes, ``inner`` computed when ``outer`` is static."""
     from .api import reshape
-    shape = list(typeof(x).shape)
-    n = _size(shape[axis])
-    inner = _div_nonneg(n, outer) if _is_int(outer) else None
+    shape = [_size(d) for d in typeof(x).shape]
     if inner is None:
-        raise TypeError("split_axis: the outer size must be static")
-    shape[axis:axis + 1] = [outer, inner]
-    return reshape(x, shape)
-
-
-def split_axis_inner(x, axis: int, inner):
-    """Axis ``axis`` of ``x`` (size ``outer * inner``) as ``(outer, inner)``, given the inner
-    size (an int or a traced size); the outer size must then be static or ``inner`` static."""
-    from .api import reshape
-    shape = list(typeof(x).shape)
-    n = _size(shape[axis])
-    outer = _div_nonneg(n, inner) if _is_int(inner) else None
-    if outer is None:
-        raise TypeError("split_axis_inner: the inner size must be static")
-    shape[axis:axis + 1] = [outer, inner]
+        if not _is_int(outer):
+            raise TypeError("split_axis: give the inner size with a dynamic outer size")
+        inner = _div_nonneg(shape[axis], outer)
+    shape[axis:axis + 1] = [_size(outer), _size(inner)]
     return reshape(x, shape)
 
 

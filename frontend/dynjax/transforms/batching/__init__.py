@@ -716,3 +716,4 @@ def vmap(fun, in_axes=0, out_axes=0, axis_size=None):
 from . import linalg as _linalg  # noqa: E402,F401
 from . import special as _special  # noqa: E402,F401
 from . import callbacks as _callbacks  # noqa: E402,F401
+from . import convolution as _convolution  # noqa: E402,F401  (conv_general_dilated)
