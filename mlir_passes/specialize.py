@@ -36,6 +36,7 @@ from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import func, stablehlo
 
 from .context import make_context
+from .fft import static_ffts
 
 try:  # the C++ refinement entry point (private jaxlib API; kept in this package)
     from jaxlib._jax import mlir as _jax_mlir
@@ -390,6 +391,7 @@ def specialize(module, arg_types: Sequence, dim_values: Mapping[int, int] | None
 
         out = ir.Module.parse(refined, ctx)
         with ctx, ir.Location.unknown(ctx):
+            static_ffts(out)   # FFTs over dynamic axes: stablehlo.fft of the known lengths
             new_main = _find_main(out)
             new_type = _function_type(new_main)
             if "?" in str(new_type):

@@ -104,6 +104,8 @@ EXCLUDED: Dict[str, str] = {
                          "results agree to rounding, not bit for bit; compared with tolerances and by "
                          "reconstruction in test_linalg.py"
        for name in ("solve", "det", "slogdet", "cholesky", "qr", "eigh", "svd")},
+    "fft": "XLA's FFT (ducc) and numpy.fft (pocketfft) round differently; compared with tolerances "
+           "against numpy and jax, eagerly and compiled, in test_fft.py",
     **{name: "special functions: XLA's expansions (CHLO) and dynjax's series (lax/special_series.py) "
              "against scipy (eager) agree to a tolerance, not to a few ulps everywhere (lgamma near "
              "its zeros is accurate in absolute terms only); eager and compiled values, special values "

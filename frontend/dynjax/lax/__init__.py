@@ -17,3 +17,4 @@ from .convolution import (ConvDimensionNumbers, conv, conv_dimension_numbers,  #
                           conv_general_dilated, conv_general_dilated_patches, conv_transpose,
                           conv_with_general_padding)
 from . import callbacks  # noqa: E402,F401  (the pure_callback primitive)
+from .fft import FftType, fft  # noqa: E402,F401  (the fft primitive; lax.fft is the function)

@@ -22,3 +22,4 @@ from . import linalg  # noqa: F401  (registers the LAPACK lowerings of dynjax.la
 from . import special  # noqa: F401  (registers the lowerings of dynjax.lax.special)
 from . import convolution  # noqa: E402,F401  (registers the lowering of lax.conv_general_dilated)
 from . import callbacks as _callbacks_lowering  # noqa: E402,F401  (the pure_callback placeholder)
+from . import fft as _fft_lowering  # noqa: E402,F401  (registers the stablehlo.fft lowering)

@@ -58,3 +58,4 @@ from .windows import (bartlett, blackman, copy, fromfunction, geomspace, hamming
 from .index_tricks import (c_, diag_indices, diag_indices_from, fill_diagonal, index_exp, ix_,  # noqa: F401,E402
                            mask_indices, mgrid, ogrid, r_, ravel_multi_index, s_, tril_indices,
                            tril_indices_from, triu_indices, triu_indices_from, unravel_index)
+from . import fft  # noqa: F401,E402  (dynjax.numpy.fft: fft, rfft, fftn, fftfreq, fftshift, ...)

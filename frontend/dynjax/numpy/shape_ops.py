@@ -276,7 +276,7 @@ def roll(a, shift, axis=None):
         starts = [0] * av.ndim
         starts[axis] = n - k
         return lax.slice(lax.concatenate([a, a], axis), starts,
-                         [d if i != axis else 2 * n - k for i, d in enumerate(av.shape)])
+                         [None if i != axis else 2 * n - k for i in range(av.ndim)])
     from .ufuncs import remainder
     k = remainder(lax.convert_element_type(shift, np.int64) if isinstance(shift, Tracer) else int(shift), n)
     start = lax.sub(n, k)

@@ -487,3 +487,6 @@ def _linalg_solve_t(ct, a, b, *, transpose_a=False):
 
 
 transpose_rules[_L.solve_p] = _linalg_solve_t
+
+# the transpose rules of other primitive families live in modules of their own
+from . import fft_transpose as _fft_transpose  # noqa: E402,F401
