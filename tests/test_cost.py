@@ -309,3 +309,12 @@ def test_missing_size_is_named():
     c = dynjax.cost_analysis(lambda x: x * 2.0, np.ones(3), abstracted_axes=({0: "n"},))
     with pytest.raises(KeyError, match="'n'"):
         c.at(m=3)
+
+
+def test_a_program_with_debug_print_has_a_cost():
+    """debug_callback costs nothing; its rule was shadowed by a helper of the same name."""
+    def f(x):
+        dynjax.debug.print("{}", x)
+        return x * 2.0
+    cost = dynjax.qjit(f).cost(np.ones(3))
+    assert int(cost["flops"]) == 3

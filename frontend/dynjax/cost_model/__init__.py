@@ -385,7 +385,7 @@ def _trip_count(lower, upper, step, sz, label):
     return sz.define(trips)
 
 
-def _free(value) -> set:
+def _free_symbols(value) -> set:
     return _symbols_of(value) if isinstance(value, Expr) else value.free()
 
 
@@ -396,7 +396,7 @@ def _varies(cost: Cost, local) -> bool:
     if not varying:
         return False
     for syms, value in cost.definitions:
-        if _free(value) & varying:
+        if _free_symbols(value) & varying:
             varying.update(syms)
     return bool(_symbols_of(*cost._fields()) & varying)
 
@@ -428,7 +428,7 @@ class _LoopSum:
         for cost, _, _ in self.parts + ([self.final + (None,)] if self.final else []):
             out |= _symbols_of(*cost._fields())
             for _, value in cost.definitions:
-                out |= _free(value)
+                out |= _free_symbols(value)
         return out
 
     def compute(self, env: _Env):
@@ -744,6 +744,8 @@ def cost_analysis(fun: Callable, *args, abstracted_axes=None, static_argnums=())
 # family (as lax/linalg.py and lowering/linalg.py); importing them registers them.
 from . import linalg as _linalg  # noqa: E402,F401
 from . import special as _special  # noqa: E402,F401
+from . import prng as _prng  # noqa: E402,F401
+from . import bits as _bits  # noqa: E402,F401
+from . import fft as _fft  # noqa: E402,F401
 from . import callbacks as _callbacks  # noqa: E402,F401
 from . import convolution as _convolution  # noqa: E402,F401  (conv_general_dilated)
-from . import fft as _fft  # noqa: E402,F401
