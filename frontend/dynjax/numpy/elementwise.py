@@ -353,7 +353,7 @@ def spacing(x, /):
     negative ``x``)."""
     x = _f(x)
     inf = lax.broadcast_in_dim(_const(np.inf, x), typeof(x).shape, ())
-    target = lax.select(uf.signbit(x), lax.neg(inf), inf)
+    target = lax.select(lax.lt(x, _const(0, x)), lax.neg(inf), inf)
     out = lax.sub(nextafter(x, target), x)
     return lax.select(uf.isinf(x), lax.broadcast_in_dim(_const(np.nan, x), typeof(x).shape, ()), out)
 

@@ -142,8 +142,11 @@ def polydiv(u, v, *, trim_leading_zeros=False):
         window = lax.dynamic_slice(r, [k], [m])
         return q, lax.dynamic_update_slice(r, window - d * v, [k])
 
-    q, r = _fori(steps, step, (zeros(_max(steps, 1), typeof(u).dtype), u))
-    return q, r
+    # r works on u with m zeros appended, so that the window fits even when m > n
+    from .shape_ops import concatenate
+    padded = concatenate([u, zeros(m, typeof(u).dtype)])
+    q, r = _fori(steps, step, (zeros(_max(steps, 1), typeof(u).dtype), padded))
+    return q, getitem(r, slice(0, n))
 
 
 def poly(seq_of_zeros):

@@ -1,0 +1,279 @@
+"""The rest of jax.numpy (issue 21): elementwise functions, polynomials, set operations,
+windows, index helpers. Each is compared with numpy (or jax.numpy where JAX's convention
+differs) eagerly and compiled, with a dynamic axis shared across sizes 0, 1 and n (one
+trace), and the differentiable ones under grad (vs jax) and vmap (vs a loop)."""
+import warnings
+
+import numpy as np
+import pytest
+
+import dynjax
+import dynjax.numpy as jnp
+
+import jax  # noqa: E402  (comparisons only)
+jax.config.update("jax_enable_x64", True)
+import jax.numpy as jjnp  # noqa: E402
+
+
+def same(got, want, rtol=1e-13, atol=0.0, msg=""):
+    got = got if isinstance(got, (tuple, list)) else [got]
+    want = want if isinstance(want, (tuple, list)) else [want]
+    assert len(got) == len(want), msg
+    for g, w in zip(got, want):
+        g, w = np.asarray(g), np.asarray(w)
+        assert g.shape == w.shape and g.dtype == w.dtype, (msg, g.shape, w.shape, g.dtype, w.dtype)
+        np.testing.assert_allclose(g, w, rtol=rtol, atol=atol, err_msg=msg)
+
+
+def both(f, np_f, arg_sets, axes=None, rtol=1e-13, atol=0.0, traces=1, compiled=True):
+    """``f`` eagerly and under one ``qjit`` (``abstracted_axes=axes``) against ``np_f``."""
+    g = dynjax.qjit(f, abstracted_axes=axes)
+    for args in arg_sets:
+        with np.errstate(all="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            want = np_f(*args)
+            same(f(*args), want, rtol, atol, msg=f"eager {args}")
+            if compiled:
+                same(g(*args), want, rtol, atol, msg=f"compiled {args}")
+    if axes is not None:
+        assert g.cache_info()["traces"] <= traces
+
+
+X = np.array([-3.5, -1.0, -0.2, 0.5, 0.3, 1.0, 2.0, 7.25, 1e200, np.inf, np.nan, -0.0])
+Y = np.array([1.0, 2.0, -0.2, 0.0, -1e-300, 1.0, np.nan, 7.0, 3.0, np.inf, 1.0, 0.0])
+D = {0: "n"}
+
+
+@pytest.mark.parametrize("name", ["arcsinh", "arccosh", "arctanh", "trunc", "fabs", "reciprocal", "spacing",
+                                  "isposinf", "isneginf", "degrees", "radians", "positive", "asinh", "acos"])
+def test_unary(name):
+    np_name = {"asinh": "arcsinh", "acos": "arccos"}.get(name, name)
+    x = X[:-1] if name == "spacing" else X   # spacing(0) is subnormal: compiled code flushes it
+    both(getattr(jnp, name), getattr(np, np_name), [(x,), (x[:0],), (x[:1],)], ({0: "n"},))
+    both(getattr(jnp, name), getattr(np, np_name), [(x[:8].astype(np.float32),)], rtol=1e-6)
+
+
+def test_unary_integers():
+    k = np.array([-3, 0, 2, 5])
+    for name in ("trunc", "fabs", "reciprocal", "degrees"):
+        same(getattr(jnp, name)(k), getattr(jjnp, name)(k), msg=name)
+    same(jnp.iscomplex(np.array([1 + 0j, 1 + 1j, 2])), np.iscomplex(np.array([1 + 0j, 1 + 1j, 2])))
+    same(jnp.isreal(np.array([1 + 0j, 1 + 1j, 2])), np.isreal(np.array([1 + 0j, 1 + 1j, 2])))
+
+
+@pytest.mark.parametrize("name", ["fmax", "fmin", "logaddexp", "logaddexp2", "nextafter", "float_power", "atan2",
+                                  "pow", "divmod"])
+def test_binary(name):
+    np_name = {"atan2": "arctan2", "pow": "power"}.get(name, name)
+    both(getattr(jnp, name), getattr(np, np_name), [(X, Y), (X[:0], Y[:0]), (X[:1], Y[:1])], ({0: "n"}, {0: "n"}))
+
+
+def test_i0():
+    x = np.array([-30., -20.5, -1, 0, 0.5, 5, 19.9, 20.1, 50, 300])
+    both(jnp.i0, np.i0, [(x,), (x[:1],)], ({0: "n"},), rtol=1e-13)
+
+
+def test_frexp_ldexp_modf():
+    both(jnp.frexp, np.frexp, [(X,), (X[:0],)], ({0: "n"},))
+    both(jnp.modf, np.modf, [(X,), (X[:1],)], ({0: "n"},))
+    # subnormals stay eager: compiled XLA code flushes them to zero (as JAX's does on CPU)
+    z = np.array([1.5, 2.0**-1000, 2.0**-1020, 2.0**1000, 0, 1, 2.0**-1020, 1e300, 1.0, np.inf, np.nan])
+    e = np.array([3, -1, 1100, -1100, 0, 5, 2000, -2000, 1010, 2, 1])
+    both(jnp.ldexp, np.ldexp, [(z, e), (z[:1], e[:1])], ({0: "n"}, {0: "n"}))
+    same(jnp.ldexp(np.array([2.0**-1074, 1.0]), np.array([2000, -1070])),
+         np.ldexp(np.array([2.0**-1074, 1.0]), np.array([2000, -1070])))
+    same(jnp.spacing(np.array([0.0])), np.spacing(np.array([0.0])))
+    with pytest.raises(TypeError, match="integer"):
+        jnp.ldexp(1.0, 2.5)
+
+
+def test_integer_functions():
+    a = np.array([12, -18, 0, 7, 0, 100])
+    b = np.array([8, 27, 5, 0, 0, -75])
+    both(jnp.gcd, np.gcd, [(a, b), (a[:0], b[:0]), (a[:1], b[:1])], ({0: "n"}, {0: "n"}))
+    both(jnp.lcm, np.lcm, [(a, b), (a[:1], b[:1])], ({0: "n"}, {0: "n"}))
+    for v in (a, a.astype(np.int8), np.array([255, 3], np.uint8), np.array([True, False])):
+        both(jnp.bitwise_count, np.bitwise_count, [(v,)])
+    with pytest.raises(TypeError, match="integer"):
+        jnp.gcd(1.5, 2)
+
+
+def test_elementwise_grad_and_vmap():
+    for name in ("arcsinh", "arctanh", "i0", "trunc"):
+        f = getattr(jnp, name)
+        jf = getattr(jjnp, name)
+        for x0 in (0.3, -0.7):
+            np.testing.assert_allclose(dynjax.grad(f)(x0), jax.grad(jf)(x0), rtol=1e-12, err_msg=name)
+    np.testing.assert_allclose(dynjax.grad(jnp.arccosh)(1.7), jax.grad(jjnp.arccosh)(1.7), rtol=1e-12)
+    for name in ("logaddexp", "logaddexp2", "fmax", "fmin"):
+        g = dynjax.grad(getattr(jnp, name), argnums=(0, 1))(0.3, -1.2)
+        np.testing.assert_allclose(g, jax.grad(getattr(jjnp, name), argnums=(0, 1))(0.3, -1.2), rtol=1e-12)
+    xs = np.array([[0.1, 0.5], [-2.0, 3.0], [1.0, 1.0]])
+    same(dynjax.vmap(lambda r: jnp.logaddexp(r[0], r[1]))(xs), np.logaddexp(xs[:, 0], xs[:, 1]))
+    same(dynjax.vmap(jnp.frexp)(xs), np.frexp(xs))
+
+
+# --- polynomials ------------------------------------------------------------------------------------
+RNG = np.random.default_rng(0)
+PAIRS = [(RNG.normal(size=n), RNG.normal(size=m)) for n, m in [(0, 0), (1, 3), (4, 2), (3, 3)]]
+PP = ({0: "n"}, {0: "m"})
+
+
+@pytest.mark.parametrize("name", ["polyadd", "polysub", "polymul"])
+def test_poly_arithmetic(name):
+    both(getattr(jnp, name), getattr(np, name), PAIRS, PP)
+
+
+def test_polyval_poly_der_int_vander():
+    x = RNG.normal(size=5)
+    sets = [(a,) for a, _ in PAIRS]
+    both(lambda p: jnp.polyval(p, x), lambda p: np.polyval(p, x), sets, ({0: "n"},))
+    both(jnp.poly, np.poly, sets[1:], ({0: "n"},), atol=1e-14)
+    same(jnp.poly(np.zeros(0)), jjnp.poly(jjnp.zeros(0)))
+    both(lambda p: jnp.polyder(p, 2), lambda p: np.polyder(p, 2), sets, ({0: "n"},))
+    both(lambda p: jnp.polyint(p, 2, k=[1.0, 2.0]), lambda p: np.polyint(p, 2, k=[1.0, 2.0]), sets, ({0: "n"},))
+    both(jnp.vander, np.vander, sets, ({0: "n"},))
+    both(lambda v: jnp.vander(v, 3, increasing=True), lambda v: np.vander(v, 3, increasing=True), sets, ({0: "n"},))
+    same(jnp.polyder(np.array([1, 2, 3])), np.polyder(np.array([1, 2, 3])))
+    same(jnp.polyint(np.array([1, 2, 3])), np.polyint(np.array([1, 2, 3])))
+    same(jnp.vander(np.array([1, 2, 3])), np.vander(np.array([1, 2, 3])))
+
+
+def test_polydiv_and_polyfit():
+    def np_div(u, v):   # JAX keeps the remainder at u's length (leading zeros)
+        q, r = np.polydiv(u, v)
+        return q, np.concatenate([np.zeros(len(u) - len(r)), r])
+    sets = [(u, v) for u, v in PAIRS if 0 < len(v) <= len(u)]
+    both(jnp.polydiv, np_div, sets, PP, rtol=1e-10, atol=1e-12)
+    same(jnp.polydiv(np.array([1., 2]), np.array([1., 1, 1])),
+         jjnp.polydiv(jjnp.array([1., 2]), jjnp.array([1., 1, 1])))
+    x = np.linspace(0, 1, 9)
+    y = 1 + 2 * x - 3 * x ** 2 + 0.01 * RNG.normal(size=9)
+    w = np.linspace(1, 2, 9)
+    both(lambda x, y: jnp.polyfit(x, y, 2), lambda x, y: np.polyfit(x, y, 2), [(x, y), (x[:5], y[:5])],
+         ({0: "n"}, {0: "n"}), rtol=1e-9)
+    same(jnp.polyfit(x, np.stack([y, 2 * y], 1), 1, w=w), np.polyfit(x, np.stack([y, 2 * y], 1), 1, w=w), rtol=1e-9)
+
+
+def test_poly_grad_vmap():
+    c = np.array([1.0, -2.0, 3.0])
+    np.testing.assert_allclose(dynjax.grad(lambda c: jnp.polyval(c, 1.5))(c), jax.grad(lambda c: jjnp.polyval(c, 1.5))(c),
+                               rtol=1e-13)
+    np.testing.assert_allclose(dynjax.grad(lambda z: jnp.poly(z).sum())(c), jax.grad(lambda z: jjnp.poly(z).sum())(c),
+                               rtol=1e-12)
+    xs = np.array([0.5, 1.0, -2.0])
+    same(dynjax.vmap(lambda x: jnp.polyval(c, x))(xs), np.polyval(c, xs))
+
+
+# --- set operations ---------------------------------------------------------------------------------
+SETS = [(np.array([5, 1, 3, 3, 7]), np.array([3, 9, 5, 2])), (np.array([], np.int64), np.array([1, 2])),
+        (np.array([1.5, np.nan, 2.0, 2.0]), np.array([2.0, np.nan, 0.5])),
+        (RNG.integers(0, 6, 9), RNG.integers(0, 6, 4))]
+
+
+@pytest.mark.parametrize("name", ["union1d", "intersect1d", "setdiff1d", "setxor1d"])
+def test_set_operations(name):
+    for i, (a, b) in enumerate(SETS):   # compiled: each size is a new count, so fewer cases
+        both(getattr(jnp, name), getattr(np, name), [(a, b), (a[:1], b[:0]), (a[:0], b[:1])], PP, traces=3,
+             compiled=i == 0)
+    a, b = SETS[0]
+    for size, kw in ((2, {}), (8, {}), (8, {"fill_value": -1})):
+        want = getattr(jjnp, name)(a, b, size=size, **kw)
+        both(lambda x, y: getattr(jnp, name)(x, y, size=size, **kw), lambda x, y: want, [(a, b)], PP,
+             compiled=size == 8 and not kw)
+
+
+def test_intersect1d_indices_and_isin():
+    for i, (a, b) in enumerate(SETS):
+        both(lambda x, y: jnp.intersect1d(x, y, return_indices=True),
+             lambda x, y: np.intersect1d(x, y, return_indices=True), [(a, b)], PP, compiled=i == 2)
+        both(jnp.isin, np.isin, [(a, b), (a, b[:0])], PP, traces=2, compiled=i < 2)
+        same(jnp.isin(a, b, invert=True), np.isin(a, b, invert=True))
+    a, b = SETS[0]
+    same(jnp.intersect1d(a, b, return_indices=True, size=4), jjnp.intersect1d(a, b, return_indices=True, size=4))
+    same(jnp.isin(np.array([[1, 2], [3, 4]]), [4, 1]), np.isin(np.array([[1, 2], [3, 4]]), [4, 1]))
+
+
+# --- windows and creation -------------------------------------------------------------------------------
+@pytest.mark.parametrize("name", ["bartlett", "blackman", "hamming", "hanning"])
+def test_windows(name):
+    both(getattr(jnp, name), getattr(np, name), [(M,) for M in (0, 1, 2, 5)], rtol=1e-13, atol=1e-15)
+    assert dynjax.qjit(getattr(jnp, name)).cache_info()["traces"] == 0
+
+
+def test_kaiser_and_spaces():
+    both(lambda M: jnp.kaiser(M, 5.0), lambda M: np.kaiser(M, 5.0), [(M,) for M in (0, 1, 2, 7)], rtol=1e-12)
+    both(lambda n: jnp.logspace(0.5, 2, n, base=2.0), lambda n: np.logspace(0.5, 2, n, base=2.0), [(0,), (1,), (5,)])
+    for a, b in [(1, 1000), (-2.0, -50), (3, 0.5)]:
+        both(lambda n: jnp.geomspace(a, b, n), lambda n: np.geomspace(a, b, n), [(0,), (1,), (5,)])
+        both(lambda n: jnp.geomspace(a, b, n, endpoint=False), lambda n: np.geomspace(a, b, n, endpoint=False), [(4,)])
+
+
+def test_tri_fromfunction_copy():
+    for k in (-1, 0, 2):
+        both(lambda n: jnp.tri(n, 3, k), lambda n: np.tri(n, 3, k), [(0,), (1,), (4,)])
+        both(lambda n: jnp.tri(n, k=k, dtype=int), lambda n: np.tri(n, k=k, dtype=int), [(3,)])
+    both(lambda n: jnp.fromfunction(lambda i, j: i * 10 + j, (n, 3), dtype=int),
+         lambda n: np.fromfunction(lambda i, j: i * 10 + j, (n, 3), dtype=int), [(0,), (2,)])
+    x = np.arange(3.0)
+    c = jnp.copy(x)
+    assert c is not x and (c == x).all()
+
+
+# --- index helpers ----------------------------------------------------------------------------------
+def test_grids_and_concatenators():
+    same(jnp.mgrid[0:3, 1:5:2], np.mgrid[0:3, 1:5:2])
+    same(jnp.mgrid[0:1:5j], np.mgrid[0:1:5j])
+    same(jnp.mgrid[0:1.5:0.5], np.mgrid[0:1.5:0.5])
+    same(jnp.ogrid[0:2, 0:3], np.ogrid[0:2, 0:3])
+    both(lambda n: jnp.mgrid[0:n, 0:3], lambda n: np.mgrid[0:n, 0:3], [(0,), (1,), (4,)])
+    same(jnp.r_[1:4, [7, 8], 0], np.r_[1:4, [7, 8], 0])
+    same(jnp.c_[np.array([1, 2]), np.array([3, 4])], np.c_[np.array([1, 2]), np.array([3, 4])])
+    same(jnp.c_[np.ones((2, 2)), np.array([5, 6])], np.c_[np.ones((2, 2)), np.array([5, 6])])
+    same(jnp.r_['0,2', [1, 2], [3, 4]], np.r_['0,2', [1, 2], [3, 4]])
+    same(jnp.r_['1', np.ones((2, 2)), np.zeros((2, 1))], np.r_['1', np.ones((2, 2)), np.zeros((2, 1))])
+    assert jnp.s_[1:2, ::3] == np.s_[1:2, ::3] and jnp.index_exp[3] == np.index_exp[3]
+    args = (np.array([0, 1]), np.array([True, False, True]))
+    same(jnp.ix_(*args), np.ix_(*args))
+
+
+def test_triangle_and_diagonal_indices():
+    for k in (-1, 0, 1):
+        for m in (None, 2) if k == 0 else (None,):
+            for name in ("tril_indices", "triu_indices"):
+                both(lambda n: getattr(jnp, name)(n, k, m), lambda n: getattr(np, name)(n, k, m), [(0,), (1,), (4,)])
+    both(lambda n: jnp.diag_indices(n, 3), lambda n: np.diag_indices(n, 3), [(0,), (3,)])
+    xs = [(np.zeros((n, 3)),) for n in (0, 1, 4)]
+    both(lambda x: jnp.tril_indices_from(x, 1), lambda x: np.tril_indices_from(x, 1), xs, ({0: "n"},), traces=2)
+    both(lambda x: jnp.triu_indices_from(x), lambda x: np.triu_indices_from(x), xs, ({0: "n"},), traces=2)
+    same(jnp.diag_indices_from(np.zeros((3, 3))), np.diag_indices_from(np.zeros((3, 3))))
+    same(jnp.mask_indices(3, jnp.triu, 1), np.mask_indices(3, np.triu, 1))
+
+
+def test_fill_diagonal():
+    def want(a):
+        a = a.copy()
+        np.fill_diagonal(a, [1.0, 2.0])
+        return a
+    for shape in [(1, 3), (5, 3), (3, 2), (3, 3)]:
+        both(lambda a: jnp.fill_diagonal(a, np.array([1.0, 2.0]), inplace=False), want, [(np.zeros(shape),)],
+             ({0: "n", 1: "m"},))
+    with pytest.raises(ValueError, match="inplace=False"):
+        jnp.fill_diagonal(np.zeros((2, 2)), 1.0)
+
+
+def test_ravel_and_unravel():
+    ix = (np.array([0, 2, 1]), np.array([1, 3, 0]))
+    same(jnp.ravel_multi_index(ix, (3, 4)), np.ravel_multi_index(ix, (3, 4)))
+    same(jnp.ravel_multi_index(ix, (3, 4), order="F"), np.ravel_multi_index(ix, (3, 4), order="F"))
+    bad = (np.array([0, 2, 5]), np.array([1, -1, 3]))
+    for mode in ("clip", "wrap"):
+        both(lambda a, b: jnp.ravel_multi_index((a, b), (3, 4), mode=mode),
+             lambda a, b: np.ravel_multi_index((a, b), (3, 4), mode=mode), [bad])
+    with pytest.raises(ValueError, match="invalid entry"):
+        jnp.ravel_multi_index(bad, (3, 4))
+    u = np.array([-1, 5, 12, 7, 0])
+    both(lambda u: jnp.unravel_index(u, (3, 4)), lambda u: jjnp.unravel_index(u, (3, 4)), [(u,)])
+    x = np.zeros((5, 3))
+    both(lambda u, x: jnp.unravel_index(u, x.shape), lambda u, x: np.unravel_index(u, x.shape),
+         [(u[:3] % 15, x), (u[:1] % 3, x[:1])], ({0: "k"}, {0: "n"}))
