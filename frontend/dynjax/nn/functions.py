@@ -73,6 +73,14 @@ def _quiet(fn):
     return wrapper
 
 
+def _floating(x, name):
+    """``x``, which must be floating-point or complex (JAX's sigmoid refuses integers)."""
+    x = _array(x)
+    if not is_inexact_dtype(typeof(x).dtype):
+        raise TypeError(f"{name}: x must be a floating-point array, got dtype {typeof(x).dtype}")
+    return x
+
+
 def _const(value, like):
     return np.asarray(value, dtype=typeof(like).dtype)
 
@@ -128,7 +136,10 @@ def _masked_max(x, axis, where, keepdims, initial=-np.inf):
     fill = _const(initial, x)
     if where is not None:
         x = jnp.where(where, x, fill)
-    return jnp.maximum(jnp.max(x, axis=axis, keepdims=keepdims), fill)
+    m = lax.reduce_max(x, tuple(axis))   # -inf over an empty axis (jnp.max refuses it)
+    if keepdims:
+        m = jnp.expand_dims(m, tuple(axis))
+    return jnp.maximum(m, fill)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -166,13 +177,13 @@ def _relu6_jvp(primals, tangents):
 @_quiet
 def relu6(x):
     """``min(max(x, 0), 6)``; its derivative is 0 at 0 and at 6."""
-    return _relu6(_array(x))
+    return _relu6(_inexact(x))
 
 
 @_quiet
 def sigmoid(x):
-    """The logistic function ``1 / (1 + exp(-x))``."""
-    return lax.logistic(_inexact(x))
+    """The logistic function ``1 / (1 + exp(-x))`` (a floating-point ``x``, as in JAX)."""
+    return lax.logistic(_floating(x, "sigmoid"))
 
 
 @_quiet
@@ -191,8 +202,8 @@ def log_sigmoid(x):
 
 @_quiet
 def silu(x):
-    """The SiLU (swish) activation ``x * sigmoid(x)``."""
-    x = _inexact(x)
+    """The SiLU (swish) activation ``x * sigmoid(x)`` (a floating-point ``x``, as in JAX)."""
+    x = _floating(x, "silu")
     return x * sigmoid(x)
 
 
@@ -203,12 +214,14 @@ swish = silu
 def gelu(x, approximate: bool = True):
     """The Gaussian error linear unit: ``x * Phi(x)`` with ``Phi`` the standard normal CDF
     (``approximate=False``), or its tanh approximation
-    ``x / 2 * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 x**3)))`` (``approximate=True``, the default)."""
+    ``x / 2 * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 x**3)))`` (``approximate=True``, the
+    default), computed as ``x * sigmoid(2 sqrt(2 / pi) (x + 0.044715 x**3))``, which keeps its
+    relative accuracy for negative ``x`` (JAX's form loses digits there: ``1 + tanh`` cancels)."""
     x = _inexact(x)
     if approximate:
-        c = _const(np.sqrt(2 / np.pi), x)
-        inner = c * (x + _const(0.044715, x) * (x * x * x))
-        return _const(0.5, x) * x * (_const(1, x) + jnp.tanh(inner))
+        # (1 + tanh(z)) / 2 = sigmoid(2 z): no cancellation for negative x
+        c = _const(2 * np.sqrt(2 / np.pi), x)
+        return x * lax.logistic(c * (x + _const(0.044715, x) * (x * x * x)))
     return x * (lax.erfc(-x * _const(1 / np.sqrt(2), x)) * _const(0.5, x))
 
 
@@ -248,8 +261,8 @@ def leaky_relu(x, negative_slope=1e-2):
 
 @_quiet
 def hard_tanh(x):
-    """``-1`` below -1, ``1`` above 1, ``x`` between."""
-    x = _inexact(x)
+    """``-1`` below -1, ``1`` above 1, ``x`` between (integers stay integers, as in JAX)."""
+    x = _array(x)
     one = _const(1, x)
     return jnp.where(x > one, one, jnp.where(x < -one, -one, x))
 
