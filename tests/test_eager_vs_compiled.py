@@ -409,6 +409,37 @@ def _binary(draw, prim):
                      check=check, ulps=ulps)
 
 
+@cases("population_count", "clz")
+def _bit_counts(draw, prim):
+    dt = _dtype(draw, accepted(prim))
+    n = _size(draw)
+    return bind_case(prim, lambda: [_array(draw, dt, (n,))])
+
+
+@cases("nextafter")
+def _nextafter(draw, prim):
+    dt = _dtype(draw, accepted(prim, 2))
+    n = _size(draw)
+    return bind_case(prim, lambda: [_array(draw, dt, (n,)), _array(draw, dt, (n,))])
+
+
+@cases("reduce_precision")
+def _reduce_precision(draw, prim):
+    dt = _dtype(draw, accepted(prim, exponent_bits=5, mantissa_bits=2))
+    params = dict(exponent_bits=draw(st.sampled_from([2, 5, 8])), mantissa_bits=draw(st.sampled_from([1, 2, 7, 10])))
+    n = _size(draw)
+    return bind_case(prim, lambda: [_array(draw, dt, (n,))], params)
+
+
+@cases("bitcast_convert_type")
+def _bitcast_convert_type(draw, prim):
+    dt = _dtype(draw, tuple(d for d in INTS + FLOATS))
+    same = tuple(d for d in INTS + FLOATS if d.itemsize == dt.itemsize)
+    new = _dtype(draw, same)
+    n = _size(draw)
+    return bind_case(prim, lambda: [_array(draw, dt, (n,))], dict(new_dtype=new))
+
+
 @cases("integer_pow")
 def _integer_pow(draw, prim):
     dt = _dtype(draw, accepted(prim, y=2))

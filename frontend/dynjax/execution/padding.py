@@ -373,6 +373,10 @@ for _name in _ELEMENTWISE:
     padding_rules[getattr(P, f"{_name}_p")] = _same
 for _p in (P.transpose_p, P.squeeze_p):
     padding_rules[_p] = _same
+from ..lax import bits as _bits  # noqa: E402
+for _p in (_bits.population_count_p, _bits.clz_p, _bits.nextafter_p, _bits.reduce_precision_p,
+           _bits.bitcast_convert_type_p):
+    padding_rules[_p] = _same   # elementwise (a bitcast changes only a static trailing axis)
 from ..lax import special as _special  # noqa: E402
 for _p in _special.UNARY + _special.BINARY:   # elementwise special functions
     padding_rules[_p] = _same

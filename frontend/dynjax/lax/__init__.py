@@ -18,3 +18,19 @@ from .convolution import (ConvDimensionNumbers, conv, conv_dimension_numbers,  #
                           conv_with_general_padding)
 from . import callbacks  # noqa: E402,F401  (the pure_callback primitive)
 from .fft import FftType, fft  # noqa: E402,F401  (the fft primitive; lax.fft is the function)
+# JAX's lax names: derived functions (replacing the thin wrappers of api.py where the names
+# coincide), bit-level primitives, general gather / scatter, and the primitives as <name>_p
+from .derived import (Precision, RoundingMethod, acosh, argmax, argmin, asinh, atanh,  # noqa: E402,F401
+                      batch_matmul, broadcast_shapes, broadcast_to_rank, clamp, collapse, dot,
+                      dot_general, dynamic_index_in_dim, dynamic_slice_in_dim,
+                      dynamic_update_index_in_dim, dynamic_update_slice_in_dim,
+                      empty, exp2, expand_dims, full, full_like, index_in_dim, map, reciprocal,
+                      reduce_and, reduce_max, reduce_min, reduce_or, reduce_prod, reduce_sum,
+                      reduce_xor, reshape, round, slice_in_dim, sort, sort_key_val, split, square,
+                      squeeze, stop_gradient, top_k, zeros_like_array)
+from .bits import (bitcast_convert_type, clz, nextafter, population_count,  # noqa: E402,F401
+                   reduce_precision, shift_right_arithmetic, shift_right_logical)
+from .slicing import (GatherDimensionNumbers, GatherScatterMode, ScatterDimensionNumbers,  # noqa: E402,F401
+                      gather, scatter, scatter_add, scatter_apply, scatter_max, scatter_min,
+                      scatter_mul, scatter_sub)
+from .primitive_names import *  # noqa: E402,F401,F403

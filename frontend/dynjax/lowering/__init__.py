@@ -23,3 +23,4 @@ from . import special  # noqa: F401  (registers the lowerings of dynjax.lax.spec
 from . import convolution  # noqa: E402,F401  (registers the lowering of lax.conv_general_dilated)
 from . import callbacks as _callbacks_lowering  # noqa: E402,F401  (the pure_callback placeholder)
 from . import fft as _fft_lowering  # noqa: E402,F401  (registers the stablehlo.fft lowering)
+from . import bits  # noqa: F401  (registers the lowerings of dynjax.lax.bits)

@@ -170,7 +170,7 @@ negative = _unary_same(lax.neg, "negative")
 sign = _unary_same(lax.sign, "sign")
 floor = _unary_same(lax.floor, "floor", float_only=True)
 ceil = _unary_same(lax.ceil, "ceil", float_only=True)
-rint = _unary_float(lax.round, "rint")
+rint = _unary_float(lambda x: lax.round(x, lax.RoundingMethod.TO_NEAREST_EVEN), "rint")
 
 
 def abs(x):
@@ -354,11 +354,11 @@ def around(a, decimals=0):
             return a
         return lax.convert_element_type(around(lax.convert_element_type(a, float64), decimals), dtype)
     if decimals == 0:
-        return lax.round(a)
+        return lax.round(a, lax.RoundingMethod.TO_NEAREST_EVEN)
     f = 10.0 ** (decimals if decimals >= 0 else -decimals)   # a Python float: weakly typed
     if decimals > 0:
-        return true_divide(lax.round(multiply(a, f)), f)
-    return multiply(lax.round(true_divide(a, f)), f)
+        return true_divide(lax.round(multiply(a, f), lax.RoundingMethod.TO_NEAREST_EVEN), f)
+    return multiply(lax.round(true_divide(a, f), lax.RoundingMethod.TO_NEAREST_EVEN), f)
 
 
 round = around
