@@ -267,3 +267,27 @@ def test_errors():
         lax.conv_general_dilated(x, w, (1, 1), "VALID")
     with pytest.raises(ValueError, match="Negative padding"):
         lax.conv_general_dilated(x, w, (1,), [(-5, -5)])
+
+
+def test_numpy_correlate_and_convolve():
+    """jnp.correlate / jnp.convolve in every mode against numpy and jax, on dynamic lengths."""
+    f = dynjax.qjit(lambda a, v: [fn(a, v, m) for fn in (jnp.correlate, jnp.convolve)
+                                  for m in ("full", "same", "valid")],
+                    abstracted_axes=({0: "n"}, {0: "m"}))
+    rng = np.random.default_rng(7)
+    for n, m in [(5, 3), (3, 5), (1, 1), (4, 4)]:
+        a, v = rng.standard_normal(n), rng.standard_normal(m)
+        want = [fn(a, v, mode) for fn in (np.correlate, np.convolve) for mode in ("full", "same", "valid")]
+        for got, e in zip(f(a, v), want):
+            np.testing.assert_allclose(got, e, rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(jnp.correlate(a, v), jjnp.correlate(a, v), rtol=1e-12)
+    a = rng.standard_normal(4) + 1j * rng.standard_normal(4)
+    v = rng.standard_normal(2) + 1j * rng.standard_normal(2)
+    np.testing.assert_allclose(jnp.correlate(a, v, "full"), np.correlate(a, v, "full"), rtol=1e-12)
+    a, v = rng.standard_normal(6), rng.standard_normal(3)
+    g = dynjax.grad(lambda a, v: jnp.sum(jnp.correlate(a, v, "same") ** 2), (0, 1))(a, v)
+    e = jax.grad(lambda a, v: jjnp.sum(jjnp.correlate(a, v, "same") ** 2), (0, 1))(a, v)
+    for x, y in zip(g, e):
+        np.testing.assert_allclose(x, y, rtol=1e-12)
+    with pytest.raises(ValueError, match="one-dimensional"):
+        jnp.correlate(np.ones((2, 2)), np.ones(2))

@@ -12,6 +12,7 @@ from .selection import (argwhere, bincount, compress, digitize, extract, flatnon
                         interp, nonzero, put, searchsorted, take, take_along_axis, unique, unique_all,
                         unique_counts, unique_inverse, unique_values)
 from .linalg_ops import convolve, dot, inner, kron, matmul, outer, tensordot, vdot  # noqa: F401
+from .linalg_ops import correlate  # noqa: F401,E402
 from .einsum import diag, diagonal, einsum, trace  # noqa: F401
 from .reductions import (all, amax, amin, any, argmax, argmin, count_nonzero, cumprod, cumsum,  # noqa: F401
                          max, mean, min, nancumprod, nancumsum, nanmax, nanmean, nanmin, nansum, prod,

@@ -116,6 +116,20 @@ def convolve(a, v, mode="full"):
     return getitem(full, slice(start, lax.add(start, size) if not isinstance(size, int) else start + size))
 
 
+
+def correlate(a, v, mode="valid", *, precision=None, preferred_element_type=None):
+    """numpy's cross-correlation of two 1-D arrays (lengths may be dynamic):
+    ``convolve(a, conj(v[::-1]), mode)``; ``mode`` defaults to ``'valid'``."""
+    from .ufuncs import conjugate
+    del precision
+    a, v = promote(_as_array(a), _as_array(v))
+    if typeof(a).ndim != 1 or typeof(v).ndim != 1:
+        raise ValueError("correlate: both inputs must be one-dimensional")
+    out = convolve(a, conjugate(lax.rev(v, (0,))), mode)
+    if preferred_element_type is not None:
+        out = lax.convert_element_type(out, preferred_element_type)
+    return out
+
 def tensordot(a, b, axes=2):
     """Sum products over ``axes``: an int (the last ``axes`` axes of ``a`` with the first of
     ``b``) or a pair of axis sequences."""
