@@ -277,3 +277,152 @@ def test_ravel_and_unravel():
     x = np.zeros((5, 3))
     both(lambda u, x: jnp.unravel_index(u, x.shape), lambda u, x: np.unravel_index(u, x.shape),
          [(u[:3] % 15, x), (u[:1] % 3, x[:1])], ({0: "k"}, {0: "n"}))
+
+
+# --- shapes -----------------------------------------------------------------------------------------------
+def test_trim_zeros():
+    zs = [np.array([0, 0, 1, 2, 0, 3, 0]), np.array([0., 0]), np.array([1, 0]), np.array([5]), np.zeros(0)]
+    for t in ("fb", "f", "b"):
+        for z in zs:
+            same(jnp.trim_zeros(z, t), np.trim_zeros(z, t), msg=t)
+        both(lambda z: jnp.trim_zeros(z, t), lambda z: np.trim_zeros(z, t), [(zs[0],), (zs[0][:1],)], D)
+
+
+def test_stacking():
+    a, b = np.arange(6.0).reshape(2, 3), np.ones((2, 2))
+    same(jnp.block([[a, b], [np.zeros((1, 5))]]), np.block([[a, b], [np.zeros((1, 5))]]))
+    same(jnp.block([np.array([1, 2]), 3]), np.block([np.array([1, 2]), 3]))
+    both(lambda a, b: jnp.block([[a, b], [b, a]]), lambda a, b: np.block([[a, b], [b, a]]),
+         [(b, 2 * b), (b[:1, :1], b[:1, :1])], ({0: "n", 1: "n"}, {0: "n", 1: "n"}))
+    same(jnp.column_stack([np.arange(3), np.ones((3, 2))]), np.column_stack([np.arange(3), np.ones((3, 2))]))
+    both(lambda u, v: jnp.column_stack([u, v]), lambda u, v: np.column_stack([u, v]),
+         [(np.arange(3.0), np.ones(3)), (np.zeros(0), np.zeros(0))], (D, D))
+    same(jnp.dstack([np.arange(3), np.arange(3)]), np.dstack([np.arange(3), np.arange(3)]))
+    same(jnp.concat([a, b], axis=1), np.concat([a, b], axis=1))
+    same(jnp.concat([a, b], axis=None), np.concat([a, b], axis=None))
+
+
+def test_axis_permutations_and_broadcasting():
+    x = np.zeros((2, 3, 4, 5))
+    for ax, st in [(3, 1), (1, 3), (-1, 0), (2, 4), (0, 2)]:
+        same(jnp.rollaxis(x, ax, st), np.rollaxis(x, ax, st), msg=str((ax, st)))
+    same(jnp.matrix_transpose(x), np.matrix_transpose(x))
+    same(jnp.permute_dims(x, (3, 1, 0, 2)), np.permute_dims(x, (3, 1, 0, 2)))
+    a = np.arange(6.0).reshape(2, 3)
+    same(jnp.unstack(a, axis=1), np.unstack(a, axis=1))
+    with pytest.raises(TypeError, match="dynamic"):
+        dynjax.make_jaxpr(jnp.unstack, abstracted_axes=D)(a)
+    same(jnp.broadcast_arrays(1, np.ones((2, 1)), np.arange(3)), np.broadcast_arrays(1, np.ones((2, 1)), np.arange(3)))
+    assert jnp.broadcast_shapes((2, 1), (3,), 1) == np.broadcast_shapes((2, 1), (3,), 1)
+    with pytest.raises(ValueError, match="2-dimensional"):
+        jnp.matrix_transpose(np.ones(3))
+
+
+def test_resize_diagflat_ediff1d():
+    for shp in [(2, 4), (7,), (0,), (1, 1)]:
+        same(jnp.resize(np.array([1, 2, 3]), shp), np.resize(np.array([1, 2, 3]), shp))
+    same(jnp.resize(np.zeros(0), 3), jjnp.resize(jjnp.zeros(0), 3))
+    both(lambda v, n: jnp.resize(v, (n, 2)), lambda v, n: np.resize(v, (n, 2)),
+         [(np.array([1., 2, 3]), 5), (np.array([1., 2, 3]), 0), (np.array([4.0]), 1)], ({0: "m"},))
+    same(jnp.diagflat(np.array([[1, 2], [3, 4]]), 1), np.diagflat(np.array([[1, 2], [3, 4]]), 1))
+    same(jnp.ediff1d(np.array([1, 4, 9]), to_begin=[0], to_end=np.array([7, 8])),
+         np.ediff1d(np.array([1, 4, 9]), to_begin=[0], to_end=np.array([7, 8])))
+    both(lambda v: jnp.ediff1d(v, to_end=9.0), lambda v: np.ediff1d(v, to_end=9.0),
+         [(np.array([1., 3, 7]),), (np.array([1.]),), (np.zeros(0),)], D)
+
+
+# --- applying functions, picking values -----------------------------------------------------------------
+def test_apply_along_and_over_axes():
+    x = np.arange(24.0).reshape(2, 3, 4)
+    for ax in (0, 1, 2, -1):
+        same(jnp.apply_along_axis(lambda v: v.sum(), ax, x), np.apply_along_axis(lambda v: v.sum(), ax, x))
+        same(jnp.apply_along_axis(lambda v: jnp.stack([v.min(), v.max()]), ax, x),
+             np.apply_along_axis(lambda v: np.stack([v.min(), v.max()]), ax, x))
+    both(lambda x: jnp.apply_along_axis(jnp.cumsum, 1, x), lambda x: np.apply_along_axis(np.cumsum, 1, x),
+         [(x,), (x[:1],)], D)
+    same(jnp.apply_over_axes(jnp.sum, x, [0, 2]), np.apply_over_axes(np.sum, x, [0, 2]))
+
+
+def test_piecewise_select_choose():
+    v = np.array([-2.0, -0.5, 0.0, 1.0, 3.0])
+    fs = [lambda t: -t, lambda t: 2 * t, 7.0]
+    both(lambda v: jnp.piecewise(v, [v < 0, v > 0], fs), lambda v: np.piecewise(v, [v < 0, v > 0], fs),
+         [(v,), (v[:1],), (v[:0],)], D)
+    same(jnp.piecewise(v, [v < 1], [lambda t: t ** 2]), np.piecewise(v, [v < 1], [lambda t: t ** 2]))
+    both(lambda v: jnp.select([v < 0, v > 0.5], [v, v * 10], -1.0),
+         lambda v: np.select([v < 0, v > 0.5], [v, v * 10], -1.0), [(v,), (v[:0],)], D)
+    a = np.array([0, 1, 2, 1])
+    chs = [np.array([1, 2, 3, 4]), np.array([10, 20, 30, 40]), 5]
+    same(jnp.choose(a, chs), np.choose(a, chs))
+    b = np.array([0, 4, -1, 2])
+    for mode in ("clip", "wrap"):
+        both(lambda b: jnp.choose(b, chs, mode=mode), lambda b: np.choose(b, chs, mode=mode), [(b,)])
+    with pytest.raises(ValueError, match="invalid entry"):
+        jnp.choose(b, chs)
+    g = dynjax.grad(lambda t: jnp.piecewise(t, [t < 0], [lambda s: s ** 2, lambda s: 3 * s]))
+    assert g(-2.0) == -4.0 and g(2.0) == 3.0
+
+
+def test_place_and_put_along_axis():
+    arr = np.arange(7.0)
+    want = arr.copy()
+    np.place(want, arr > 2, [70, 80])
+    both(lambda arr: jnp.place(arr, arr > 2, np.array([70., 80]), inplace=False), lambda arr: want, [(arr,)], D)
+    with pytest.raises(ValueError, match="inplace=False"):
+        jnp.place(arr, arr > 2, 1.0)
+    m = np.arange(12.0).reshape(3, 4)
+    idx = np.array([[1], [3], [0]])
+    want = m.copy()
+    np.put_along_axis(want, idx, -5.0, 1)
+    both(lambda m, i: jnp.put_along_axis(m, i, -5.0, 1, inplace=False), lambda m, i: want, [(m, idx)], (D, D))
+    idx0 = np.array([[2, 0, 1, 1]])
+    want = m.copy()
+    np.put_along_axis(want, idx0, np.array([[9., 8, 7, 6]]), 0)
+    same(jnp.put_along_axis(m, idx0, np.array([[9., 8, 7, 6]]), 0, inplace=False), want)
+
+
+def test_vectorize():
+    vf = jnp.vectorize(lambda a, b: a * b + 1)
+    same(vf(np.arange(3.0), np.ones((2, 1))), np.vectorize(lambda a, b: a * b + 1)(np.arange(3.0), np.ones((2, 1))))
+    vd = jnp.vectorize(lambda a, b: jnp.dot(a, b), signature="(n),(n)->()")
+    A, B = np.arange(12.0).reshape(3, 4), np.ones(4)
+    same(vd(A, B), np.vectorize(np.dot, signature="(n),(n)->()")(A, B))
+    both(lambda A, B: vd(A, B), lambda A, B: A @ B, [(A, B), (A[:0, :1], B[:1])], ({0: "m", 1: "n"}, {0: "n"}))
+    ve = jnp.vectorize(lambda a, p: a ** p, excluded={1})
+    same(ve(np.arange(3.0), 2), np.arange(3.0) ** 2)
+    with pytest.raises(ValueError, match="signature"):
+        jnp.vectorize(lambda a: a, signature="(n->()")(A)
+
+
+# --- sorting -------------------------------------------------------------------------------------------------
+def test_sort_keywords():
+    a = np.array([1, 3, 3, 2, np.nan, -1.0])
+    for kw in ({"descending": True}, {"stable": True}, {"descending": True, "stable": False}):
+        for name in ("sort", "argsort"):
+            want = getattr(jjnp, name)(a, **kw)
+            both(lambda a: getattr(jnp, name)(a, **kw), lambda a: want, [(a,)], D)
+    m = np.array([[3, 1, 1], [0, 5, 5]])
+    for ax in (0, 1, None):
+        same(jnp.argsort(m, axis=ax, descending=True), jjnp.argsort(m, axis=ax, descending=True))
+    same(jnp.argsort(np.array([1, 3]), dtype=np.int32), jjnp.argsort(np.array([1, 3]), dtype=np.int32))
+    both(lambda a: jnp.argsort(a, descending=True), lambda a: jjnp.argsort(a, descending=True),
+         [(a[:0],), (a[:1],)], D)
+
+
+def test_lexsort_partition_sort_complex():
+    k = (np.array([1, 2, 1, 0, 2]), np.array([0, 0, 1, 0, 0]))
+    both(lambda a, b: jnp.lexsort((a, b)), lambda a, b: np.lexsort((a, b)), [k, (k[0][:1], k[1][:1])], (D, D))
+    same(jnp.lexsort(np.stack(k)), np.lexsort(np.stack(k)))
+    x = np.array([5.0, 1, 4, 2, 3, 2])
+    for kth in (0, 2, 5, -1):
+        p = jnp.partition(x, kth)
+        srt = np.sort(x)
+        assert p[kth] == srt[kth] and (p[:kth] <= p[kth]).all() and (p[kth:] >= p[kth]).all()
+        i = jnp.argpartition(x, kth)
+        assert x[i][kth] == srt[kth] and sorted(i.tolist()) == list(range(6))
+    with pytest.raises(ValueError, match="out of bounds"):
+        jnp.partition(x, 6)
+    for v in (np.array([3, 1]), np.array([1 + 2j, 1 - 1j])):
+        same(jnp.sort_complex(v), np.sort_complex(v))
+    v = np.array([2.0, 1.0], np.float32)   # numpy widens to complex128, JAX keeps complex64
+    same(jnp.sort_complex(v), jjnp.sort_complex(v))

@@ -60,3 +60,9 @@ from .index_tricks import (c_, diag_indices, diag_indices_from, fill_diagonal, i
                            mask_indices, mgrid, ogrid, r_, ravel_multi_index, s_, tril_indices,
                            tril_indices_from, triu_indices, triu_indices_from, unravel_index)
 from . import fft  # noqa: F401,E402  (dynjax.numpy.fft: fft, rfft, fftn, fftfreq, fftshift, ...)
+from .sorting import argpartition, lexsort, partition, sort_complex  # noqa: F401,E402
+from .reshaping import (block, broadcast_arrays, broadcast_shapes, column_stack, concat, diagflat,  # noqa: F401,E402
+                        dstack, ediff1d, matrix_transpose, permute_dims, resize, rollaxis, trim_zeros,
+                        unstack)
+from .functional import (apply_along_axis, apply_over_axes, choose, piecewise, place,  # noqa: F401,E402
+                         put_along_axis, select, vectorize)
