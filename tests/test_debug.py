@@ -155,8 +155,9 @@ def test_threads_each_print_complete(capsys):
 
 
 def test_errors():
-    with pytest.raises(TypeError, match="format must be a str"):
-        dynjax.debug.print(3)
+    # a non-string first argument is a value to print (Catalyst's form): it must be an array
+    with pytest.raises(TypeError, match="format string or an array"):
+        dynjax.debug.print(object())
     with pytest.raises(TypeError, match="must be a function"):
         dynjax.debug.callback(3, 1.0)
 

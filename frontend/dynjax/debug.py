@@ -1,6 +1,7 @@
 """``dynjax.debug``: printing and inspecting run-time values inside compiled code.
 
-``debug.print("x = {x}", x=x)`` and ``debug.callback(fn, *args)`` work eagerly and inside
+``debug.print("x = {x}", x=x)`` (JAX's form), ``debug.print(x)`` (Catalyst's: the value
+itself) and ``debug.callback(fn, *args)`` work eagerly and inside
 ``@qjit``, in loop bodies and branches, on arrays of any (dynamic) size. They stage one
 ``debug_callback`` equation (``lax/effects.py``), which the execution planner runs on the
 host in program order: inside a ``for_loop`` once per iteration, inside a ``cond`` only in
@@ -55,11 +56,35 @@ def callback(fn: Callable, *args, **kwargs) -> None:
     debug_callback_p.bind(*[x for x, d in zip(leaves, dynamic) if d], callback=run, name=getattr(fn, "__name__", "callback"))
 
 
-def print(fmt: str, *args, **kwargs) -> None:   # noqa: A001 (the name users expect)
-    """Print ``fmt.format(*args, **kwargs)`` with the run-time values of the arguments
-    (numpy arrays), when the program reaches this point."""
+def print(fmt, *args, **kwargs) -> None:   # noqa: A001 (the name users expect)
+    """Print run-time values when the program reaches this point.
+
+    ``debug.print("x = {x}", x=x)`` (JAX's form): a format string, filled with
+    ``str.format`` from the run-time (numpy) values of the arguments.
+
+    ``debug.print(x)`` (Catalyst's form): a first argument that is not a string is the value
+    to print, shown as Python prints it once its arrays are numpy arrays (a scalar as a 0-d
+    array, so ``3.0`` and an ``f64[]`` value print alike). It takes no further arguments."""
     if not isinstance(fmt, str):
-        raise TypeError(f"debug.print: the format must be a str, got {type(fmt).__name__}")
+        if args or kwargs:
+            raise TypeError("debug.print: with a value (not a format string) as the first argument, "
+                            "no other arguments are accepted; use debug.print(\"{} {}\", x, y) to print "
+                            f"several values (got {len(args)} more positional and {sorted(kwargs)} keyword)")
+        leaves, tree = tree_flatten(fmt)
+        for leaf in leaves:
+            if not _is_array_value(leaf):
+                raise TypeError("debug.print: the first argument must be a format string or an array "
+                                f"(or a pytree of arrays), got {type(leaf).__name__}")
+
+        def show_value(*values):
+            import numpy as np
+            value = tree_unflatten(tree, [np.asarray(v) for v in values])
+            text = str(value)
+            with _print_lock:
+                _builtin_print(text)
+        show_value.__name__ = "print"
+        callback(show_value, *leaves)
+        return
 
     def show(*a, **kw):
         text = fmt.format(*a, **kw)   # formatted outside the lock (str of large arrays)

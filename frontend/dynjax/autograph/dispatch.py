@@ -17,6 +17,8 @@ the body is traced again.
 from __future__ import annotations
 
 import builtins
+import operator
+import threading
 
 import numpy as np
 
@@ -190,7 +192,11 @@ def _traced_cond(pred, branches, run, names, where):
 
         def wrap(b, fn):
             def branch():
-                outs = run(fn)
+                _state.branch_depth = getattr(_state, "branch_depth", 0) + 1
+                try:
+                    outs = run(fn)
+                finally:
+                    _state.branch_depth -= 1
                 leaves = []
                 for j, (name, v) in enumerate(zip(names, outs)):
                     if _undefined(v):
@@ -233,6 +239,62 @@ def _join_branches(seen, names, where):
             promote[j] = dts
     if promote:
         raise _Promote(seen, promote)
+
+
+# --- item assignment ---------------------------------------------------------------------------
+
+_state = threading.local()   # branch_depth: how many traced ``if`` branches are being traced
+make_slice = builtins.slice  # ``a:b`` in a rewritten subscript (``slice`` may be shadowed)
+
+_INPLACE = {"add": operator.iadd, "sub": operator.isub, "mul": operator.imul, "truediv": operator.itruediv,
+            "floordiv": operator.ifloordiv, "mod": operator.imod, "pow": operator.ipow,
+            "and": operator.iand, "or": operator.ior, "xor": operator.ixor, "lshift": operator.ilshift,
+            "rshift": operator.irshift, "matmul": operator.imatmul}
+_BINARY = {"add": operator.add, "sub": operator.sub, "mul": operator.mul, "truediv": operator.truediv,
+           "floordiv": operator.floordiv, "mod": operator.mod, "pow": operator.pow, "and": operator.and_,
+           "or": operator.or_, "xor": operator.xor, "lshift": operator.lshift, "rshift": operator.rshift,
+           "matmul": operator.matmul}
+
+
+def _index_traced(index) -> bool:
+    if isinstance(index, tuple):
+        return any(_index_traced(i) for i in index)
+    if isinstance(index, builtins.slice):
+        return any(_traced(p) for p in (index.start, index.stop, index.step))
+    return _traced(index)
+
+
+def set_item(x, index, value, op=None):
+    """``x[index] = value`` (``op=None``) or ``x[index] <op>= value``; returns the new ``x``.
+
+    On a traced array, or a numpy array updated with traced values or indices, this is the
+    functional ``x.at[index].set(value)`` (``.add`` for ``+=``, ``.multiply`` for ``*=``, and
+    ``x.at[index].apply(lambda old: old <op> value)`` for the other operators). Otherwise it
+    is Python's statement, modifying ``x`` in place, except inside a branch of a traced
+    ``if``, where both branches are traced: there a list, dict or numpy array is copied
+    first, so that one branch's assignment is not seen by the other."""
+    if _undefined(x):
+        raise x.error()
+    functional = _traced(x) or (isinstance(x, np.ndarray) and (_traced(value) or _index_traced(index)))
+    in_branch = getattr(_state, "branch_depth", 0) > 0
+    if functional or (in_branch and isinstance(x, np.ndarray)):
+        from ..numpy.indexing import at
+        ref = at(x)[index]
+        if op is None:
+            return ref.set(value)
+        if op == "add":
+            return ref.add(value)
+        if op == "mul":
+            return ref.multiply(value)
+        fn = _BINARY[op]
+        return ref.apply(lambda old: fn(old, value))
+    if in_branch and isinstance(x, (list, dict)):
+        x = type(x)(x)
+    if op is None:
+        x[index] = value
+    else:
+        x[index] = _INPLACE[op](x[index], value)
+    return x
 
 
 # --- loops -------------------------------------------------------------------------------------------

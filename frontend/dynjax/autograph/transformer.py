@@ -37,7 +37,7 @@ import sys
 import types
 from typing import List, Set
 
-from . import analysis
+from . import analysis, item_assign
 
 AG = "ag__"   # the name the converted code uses for the dispatch module
 
@@ -117,6 +117,7 @@ class _FunctionConverter:
             if isinstance(node, (ast.Global, ast.Nonlocal)):
                 self.declared |= set(node.names)
                 self.decls.append(node)
+        item_assign.rewrite(fn, self.declared)   # x[i] = v -> x = ag__.set_item(x, i, v)
         self.live = analysis.Liveness(fn).run()
 
     def convert(self):

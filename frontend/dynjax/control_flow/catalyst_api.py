@@ -1,4 +1,4 @@
-"""Catalyst-style control flow: ``@for_loop``, ``@while_loop``, ``@cond`` decorators.
+"""Catalyst-style control flow: ``@for_loop``, ``@while_loop``, ``@cond``, ``@switch`` decorators.
 
     @for_loop(0, n, 1)
     def loop(i, a):          # body(i, *carried) returns the new carried values
@@ -152,4 +152,124 @@ def cond(pred):
     """Decorator: ``@cond(pred)`` on the true branch; see ``CondCallable``."""
     def decorator(true_fn):
         return CondCallable(pred, true_fn)
+    return decorator
+
+
+class SwitchCallable:
+    """The object ``@switch(index)`` returns: register cases with ``.branch(k)``, then call it
+    (with the branches' arguments, if any).
+
+    Unlike ``lax.switch``, cases are arbitrary integers (in any order, negative ones too), the
+    index is not clamped, and an index that matches no case runs the default branch (the
+    decorated function). Branch results whose dtypes differ are promoted to their joined
+    dtype (``1.4`` in one case and ``2`` in another give ``float``)."""
+
+    def __init__(self, index, default_fn: Callable):
+        self.index = _as_int_index(index)
+        self.default_fn = default_fn
+        self.cases: List[int] = []
+        self.branches: List[Callable] = []
+
+    def branch(self, case):
+        """Decorator: ``@my_switch.branch(k)`` runs the decorated function when the index is ``k``."""
+        import operator
+        try:
+            k = operator.index(case)
+        except TypeError:
+            raise TypeError(f"switch: a case must be a Python int, got {type(case).__name__}") from None
+        if isinstance(case, bool):
+            raise TypeError("switch: a case must be a Python int, got bool")
+        if k in self.cases:
+            raise ValueError(f"switch: case {k} is already defined")
+
+        def decorator(fn):
+            if not callable(fn):
+                raise TypeError(f"switch: branch {k} must be a function, got {type(fn).__name__}")
+            self.cases.append(k)
+            self.branches.append(fn)
+            return self
+        return decorator
+
+    @api_boundary
+    def __call__(self, *args):
+        import numpy as np
+        i = self.index
+        # position of the matching case among the branches; len(cases) (the default) if none
+        pos = np.int64(len(self.cases))
+        for j in reversed(range(len(self.cases))):
+            hit = lax.eq(i, np.int64(self.cases[j]))
+            pos = lax.select(hit, np.int64(j), pos)
+        branches = self.branches + [self.default_fn]
+        return _bind_promoting(pos, branches, args)
+
+
+def _as_int_index(index):
+    import numpy as np
+    from ..core.avals import int64
+    a = typeof(index)
+    if a.shape != () or not np.issubdtype(a.dtype, np.integer) or a.dtype == bool_:
+        raise TypeError(f"switch: the index must be an integer scalar, got {a.str_short()}")
+    if isinstance(index, Tracer):
+        return index if a.dtype == int64 else lax.convert_element_type(index, int64)
+    return np.int64(index)
+
+
+def _bind_promoting(index, branches, args):
+    """``bind_cond``, with branch results of different dtypes promoted to the joined dtype:
+    the branches are traced once to learn their result types, then again with casts."""
+    from ..core import pytree
+    seen = {}
+
+    def recording(b, fn, casts=None):
+        def run(*a):
+            out = fn(*a)
+            leaves, tree = pytree.tree_flatten(out)
+            if casts is not None:
+                leaves = [x if dt is None or typeof(x).dtype == dt else lax.convert_element_type(x, dt)
+                          for x, dt in zip(leaves, casts)]
+                return pytree.tree_unflatten(tree, leaves)
+            seen[b] = (tree, [typeof(x) for x in leaves])
+            return out
+        return run
+
+    try:
+        return bind_cond(index, [recording(b, fn) for b, fn in enumerate(branches)], args)
+    except TypeError:
+        casts = _joined_dtypes(seen, len(branches))
+        if casts is None:
+            raise
+    return bind_cond(index, [recording(b, fn, casts) for b, fn in enumerate(branches)], args)
+
+
+def _joined_dtypes(seen, nbranches):
+    """The dtypes every branch result is cast to, or None when promotion cannot help (a
+    branch failed to trace, or the branches differ in structure or rank)."""
+    from ..numpy._promote import promote_dtypes
+    if len(seen) != nbranches:
+        return None
+    trees = [seen[b][0] for b in range(nbranches)]
+    if any(t != trees[0] for t in trees[1:]):
+        return None
+    avals = [seen[b][1] for b in range(nbranches)]
+    out = []
+    changed = False
+    for k in range(len(avals[0])):
+        col = [av[k] for av in avals]
+        if any(a.ndim != col[0].ndim for a in col):
+            return None
+        if all(a.dtype == col[0].dtype for a in col):
+            out.append(None)
+            continue
+        out.append(promote_dtypes(*col)[0])
+        changed = True
+    return out if changed else None
+
+
+def switch(index):
+    """Decorator: ``@switch(i)`` on the default branch; add cases with ``.branch(k)`` and call
+    the result. See ``SwitchCallable``; ``dynjax.lax.switch`` is JAX's clamping form."""
+    def decorator(default_fn):
+        if not callable(default_fn):
+            raise TypeError(f"switch: the default branch must be a function, got {type(default_fn).__name__}")
+        return SwitchCallable(index, default_fn)
     return decorator

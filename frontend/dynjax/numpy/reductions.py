@@ -69,23 +69,71 @@ def prod(x, axis=None, dtype=None, keepdims=False):
     return _keep(shape, lax.reduce_prod(x, axes), axes, keepdims)
 
 
-def _extremum(lax_fn, name, x, axis, keepdims):
+def _extremum(lax_fn, name, x, axis, keepdims, out=None, initial=None, where=None):
+    if out is not None:
+        raise NotImplementedError(f"{name}: the out argument is not supported (arrays are immutable)")
     x = _prep(x)
     shape = typeof(x).shape
     axes = _axes(x, axis)
-    if builtins.any(isinstance(shape[i], int) and shape[i] == 0 for i in axes):
+    if where is not None:
+        if initial is None:
+            raise ValueError(f"reduction operation {name} does not have an identity, so to use a "
+                             "where mask one has to specify 'initial'")
+        from ._promote import broadcast_to_shape
+        from .creation import asarray
+        from .ufuncs import where as select
+        mask = asarray(where)
+        if typeof(mask).dtype != bool_:
+            raise TypeError(f"{name}: where must be a boolean array, got {typeof(mask).str_short()}")
+        mask = broadcast_to_shape(mask, shape)
+        x = select(mask, x, _lowest_or_highest(typeof(x).dtype, name == "maximum"))
+    if initial is None and builtins.any(isinstance(shape[i], int) and shape[i] == 0 for i in axes):
         raise ValueError(f"zero-size array to reduction operation {name} which has no identity")
-    return _keep(shape, lax_fn(x, axes), axes, keepdims)
+    out = lax_fn(x, axes)
+    if initial is not None:
+        out = _combine_initial(out, initial, name)
+    return _keep(shape, out, axes, keepdims)
 
 
-def max(x, axis=None, keepdims=False):
-    """numpy.max over ``axis``. A dynamic axis that turns out empty gives the dtype's minimum."""
-    return _extremum(lax.reduce_max, "maximum", x, axis, keepdims)
+def _lowest_or_highest(dtype, lowest):
+    """The identity of max (``lowest``) or min: -inf/+inf, the integer limits, False/True."""
+    dtype = np.dtype(dtype)
+    if dtype == bool_:
+        return np.bool_(not lowest)
+    if np.issubdtype(dtype, np.integer):
+        info = np.iinfo(dtype)
+        return dtype.type(info.min if lowest else info.max)
+    if np.issubdtype(dtype, np.complexfloating):
+        raise TypeError("max/min with where= is not supported for complex arrays")
+    return dtype.type(-np.inf if lowest else np.inf)
 
 
-def min(x, axis=None, keepdims=False):
-    """numpy.min over ``axis``. A dynamic axis that turns out empty gives the dtype's maximum."""
-    return _extremum(lax.reduce_min, "minimum", x, axis, keepdims)
+def _combine_initial(out, initial, name):
+    """``maximum(out, initial)`` / ``minimum``: ``initial`` (a scalar) takes ``out``'s dtype."""
+    from .creation import asarray
+    init = asarray(initial)
+    if typeof(init).ndim != 0:
+        raise ValueError(f"{name}: initial must be a scalar, got {typeof(init).str_short()}")
+    dt = typeof(out).dtype
+    if typeof(init).dtype != dt:
+        init = lax.convert_element_type(init, dt)
+    if typeof(out).ndim:
+        init = lax.broadcast_in_dim(init, typeof(out).shape, ())
+    return (lax.max if name == "maximum" else lax.min)(out, init)
+
+
+def max(x, axis=None, out=None, keepdims=False, initial=None, where=None):
+    """numpy.max over ``axis``. A dynamic axis that turns out empty gives the dtype's minimum
+    (or ``initial``). ``initial`` joins every result; ``where`` (a boolean mask broadcast to
+    ``x``) leaves out elements, and needs ``initial``."""
+    return _extremum(lax.reduce_max, "maximum", x, axis, keepdims, out, initial, where)
+
+
+def min(x, axis=None, out=None, keepdims=False, initial=None, where=None):
+    """numpy.min over ``axis``. A dynamic axis that turns out empty gives the dtype's maximum
+    (or ``initial``). ``initial`` joins every result; ``where`` (a boolean mask broadcast to
+    ``x``) leaves out elements, and needs ``initial``."""
+    return _extremum(lax.reduce_min, "minimum", x, axis, keepdims, out, initial, where)
 
 
 amax, amin = max, min
