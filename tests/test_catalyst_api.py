@@ -312,6 +312,21 @@ def test_python_lists_keep_python_semantics_and_globals_are_left_alone():
     assert shared == [0, 9]
 
 
+def test_item_assignment_in_a_nested_for_loop_decorator_body():
+    def f(x, n):
+        @dynjax.for_loop(0, n, 1)
+        def body(i, y):              # converted too: y is the nested function's own variable
+            y[i] = i * 1.0
+            return y
+        return body(x)
+    g = qjit(f, autograph=True, abstracted_axes=({0: "m"}, None))
+    for m, n in ((4, 2), (1, 1), (0, 0)):
+        want = np.zeros(m)
+        want[:n] = np.arange(n)
+        np.testing.assert_array_equal(g(np.zeros(m), n), want)
+    assert g.cache_info()["traces"] == 1
+
+
 def test_item_assignment_to_an_unassigned_name_is_a_name_error():
     def f(p):
         if p > 0:
