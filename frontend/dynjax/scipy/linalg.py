@@ -12,8 +12,10 @@ on ``dynjax.numpy.linalg``.
   the LAPACK ``getrf`` kernel that ``solve`` uses internally is not exposed as a
   primitive). Works at dynamic sizes; derivatives go through the loop.
 * ``expm``: scaling and squaring with the degree-13 Pade approximant (Higham 2005), the
-  number of squarings from the 1-norm (at most ``max_squarings``), computed in a
-  ``fori_loop``.
+  number of squarings ``s`` from the 1-norm (at most ``max_squarings``): a ``fori_loop`` of
+  ``max_squarings`` steps that square while the step is below ``s`` (a bounded loop, so that
+  ``grad`` works, and under ``vmap`` each matrix of a stack squares its own number of times;
+  the price is ``max_squarings`` matrix products whatever ``s``).
 """
 from __future__ import annotations
 
@@ -285,4 +287,6 @@ def expm(A, *, upper_triangular=False, max_squarings=16):
     u = x @ (x6 @ (b[13] * x6 + b[11] * x4 + b[9] * x2) + b[7] * x6 + b[5] * x4 + b[3] * x2 + b[1] * ident)
     v = x6 @ (b[12] * x6 + b[10] * x4 + b[8] * x2) + b[6] * x6 + b[4] * x4 + b[2] * x2 + b[0] * ident
     r = jnp.linalg.solve(v - u, v + u)
-    return lax.fori_loop(0, s, lambda i, m: m @ m, r)
+    # max_squarings steps that square while i < s: a fixed count, so that grad (which needs a
+    # bounded loop) and vmap (where s differs per matrix) both work
+    return lax.fori_loop(0, int(max_squarings), lambda i, m: jnp.where(i < s, m @ m, m), r)

@@ -157,7 +157,7 @@ def logit(x):
 
 @custom_jvp
 def _xlogy(x, y):
-    return jnp.where(x == _c(0, x), _c(0, x), x * jnp.log(y))
+    return jnp.where(x == _c(0, x), jnp.zeros_like(x), x * jnp.log(y))
 
 
 @_xlogy.defjvp
@@ -174,7 +174,7 @@ def xlogy(x, y):
 
 @custom_jvp
 def _xlog1py(x, y):
-    return jnp.where(x == _c(0, x), _c(0, x), x * jnp.log1p(y))
+    return jnp.where(x == _c(0, x), jnp.zeros_like(x), x * jnp.log1p(y))
 
 
 @_xlog1py.defjvp
@@ -271,7 +271,7 @@ def _ndtri(p):
     q = jnp.minimum(p, _c(1, p) - p)
     lower_tail = p < _c(0.5, p)
     ok = (q > _c(0, p)) & (p == p)
-    qs = jnp.where(ok, q, _c(0.25, p))
+    qs = jnp.where(ok, q, jnp.full_like(p, 0.25))
     # the initial guess: erf_inv where 2q - 1 keeps q's precision, the asymptote in the far tail
     guess_mid = _c(np.sqrt(2), p) * lax.erf_inv(_c(2, p) * jnp.maximum(qs, _c(1e-3, p)) - _c(1, p))
     t = jnp.sqrt(_c(-2, p) * jnp.log(qs))
@@ -282,9 +282,9 @@ def _ndtri(p):
         y = log_ndtr(x, series_order=12)
         x = x - (y - log_q) * jnp.exp(y - _log_phi(x))
     x = jnp.where(lower_tail, x, -x)
-    x = jnp.where(p == _c(0, p), _c(-np.inf, p), jnp.where(p == _c(1, p), _c(np.inf, p), x))
-    x = jnp.where(p == _c(0.5, p), _c(0, p), x)
-    return jnp.where((p < _c(0, p)) | (p > _c(1, p)) | (p != p), _c(np.nan, p), x)
+    x = jnp.where(p == _c(0, p), jnp.full_like(p, -np.inf), jnp.where(p == _c(1, p), jnp.full_like(p, np.inf), x))
+    x = jnp.where(p == _c(0.5, p), jnp.zeros_like(p), x)
+    return jnp.where((p < _c(0, p)) | (p > _c(1, p)) | (p != p), jnp.full_like(p, np.nan), x)
 
 
 @_ndtri.defjvp

@@ -199,6 +199,21 @@ for _name in _ELEMENTWISE:
     batching_rules[_p] = _elementwise(_p)
 
 
+def _select_n_rule(size, vals, dims, **params):
+    """select_n's cases must share one shape: when every member is rank 0, an unbatched case
+    (a literal such as the 0.0 of ``where(x == 0, 0.0, x)`` in a jaxpr being batched) is
+    broadcast to the batch like the batched ones."""
+    if any(d is not None for d in dims) and all(not _member_shape(v, d) for v, d in zip(vals, dims)):
+        vals, dims = list(vals), list(dims)
+        for k in range(1, len(vals)):
+            if dims[k] is None:
+                vals[k], dims[k] = lax.broadcast_in_dim(vals[k], (size,), ()), 0
+    return _elementwise(P.select_n_p)(size, vals, dims, **params)
+
+
+batching_rules[P.select_n_p] = _select_n_rule
+
+
 # ----------------------------------------------------------------------------------------------
 # Rules: shapes
 # ----------------------------------------------------------------------------------------------
