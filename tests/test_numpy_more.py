@@ -426,3 +426,147 @@ def test_lexsort_partition_sort_complex():
         same(jnp.sort_complex(v), np.sort_complex(v))
     v = np.array([2.0, 1.0], np.float32)   # numpy widens to complex128, JAX keeps complex64
     same(jnp.sort_complex(v), jjnp.sort_complex(v))
+
+
+# --- NaN reductions, covariance -------------------------------------------------------------------------
+XN = np.array([[1.0, np.nan, 3.0], [np.nan, np.nan, np.nan], [4.0, 2.0, -1.0], [0.5, 0.5, np.nan]])
+
+
+@pytest.mark.parametrize("kw", [{}, {"axis": 0}, {"axis": 1, "keepdims": True}, {"axis": 1, "ddof": 1}])
+def test_nanvar_nanstd_nanprod(kw):
+    for name in ("nanvar", "nanstd"):
+        both(lambda x: getattr(jnp, name)(x, **kw), lambda x: getattr(np, name)(x, **kw), [(XN,), (XN[:1],)], D,
+             rtol=1e-12)
+    if "ddof" not in kw:
+        same(jnp.nanprod(XN, **kw), np.nanprod(XN, **kw))
+    z = XN + 1j * XN[::-1]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)   # numpy's "degrees of freedom <= 0"
+        same(jnp.nanvar(z, **kw), np.nanvar(z, **kw), rtol=1e-12)
+
+
+def test_nanargmax_nanargmin():
+    for ax in (None, 0, 1):
+        for name in ("nanargmax", "nanargmin"):   # JAX: -1 for an all-NaN slice (numpy raises)
+            want = getattr(jjnp, name)(XN, ax)
+            both(lambda x: getattr(jnp, name)(x, ax), lambda x: want, [(XN,)], D)
+    same(jnp.nanargmax(np.array([3, 1, 4])), np.int64(2))
+
+
+def test_cov_corrcoef():
+    m = RNG.normal(size=(3, 6))
+    y = RNG.normal(size=(6,))
+    fw, aw = np.array([1, 2, 1, 3, 1, 1]), RNG.uniform(0.5, 2, 6)
+    for kw in ({}, {"bias": True}, {"ddof": 2}):
+        both(lambda m: jnp.cov(m, **kw), lambda m: np.cov(m, **kw), [(m,), (m[:, :2],)], ({1: "n"},), rtol=1e-12)
+    for kw in ({"fweights": fw}, {"aweights": aw}, {"fweights": fw, "aweights": aw, "ddof": 1}):
+        same(jnp.cov(m, **kw), np.cov(m, **kw), rtol=1e-12, msg=str(kw))
+    same(jnp.cov(m.T, rowvar=False), np.cov(m.T, rowvar=False), rtol=1e-12)
+    same(jnp.cov(m, y), np.cov(m, y), rtol=1e-12)
+    same(jnp.cov(y), np.cov(y), rtol=1e-12)
+    both(jnp.corrcoef, np.corrcoef, [(m,)], ({1: "n"},), rtol=1e-12)
+    same(jnp.corrcoef(m[0], y), np.corrcoef(m[0], y), rtol=1e-12)
+    z = m + 1j * RNG.normal(size=m.shape)
+    same(jnp.cov(z), np.cov(z), rtol=1e-12)
+    same(jnp.corrcoef(z), np.corrcoef(z), rtol=1e-12)
+    g = dynjax.grad(lambda v: jnp.cov(v)[0, 1])(m)
+    np.testing.assert_allclose(g, jax.grad(lambda v: jjnp.cov(v)[0, 1])(m), rtol=1e-12)
+
+
+# --- calculus, vector products, bits -------------------------------------------------------------------
+def test_gradient():
+    f = RNG.normal(size=(5, 4))
+    x = np.cumsum(RNG.uniform(0.5, 1.5, 5))
+    same(jnp.gradient(f), np.gradient(f), rtol=1e-12)
+    same(jnp.gradient(f, 0.5), np.gradient(f, 0.5), rtol=1e-12)
+    same(jnp.gradient(f, x, 2.0), np.gradient(f, x, 2.0), rtol=1e-12)
+    same(jnp.gradient(f, axis=1), np.gradient(f, axis=1), rtol=1e-12)
+    same(jnp.gradient(np.array([1, 4, 9, 16])), np.gradient(np.array([1, 4, 9, 16])))
+    both(lambda f, x: jnp.gradient(f, x, axis=0), lambda f, x: np.gradient(f, x, axis=0),
+         [(f, x), (f[:2], x[:2]), (f[:3], x[:3])], (D, D), rtol=1e-12)
+    with pytest.raises(ValueError, match="two samples"):
+        jnp.gradient(np.ones(1))
+
+
+def test_trapezoid_unwrap():
+    f = RNG.normal(size=(5, 4))
+    x = np.cumsum(RNG.uniform(0.5, 1.5, 5))
+    both(lambda f, x: jnp.trapezoid(f, x, axis=0), lambda f, x: np.trapezoid(f, x, axis=0),
+         [(f, x), (f[:1], x[:1]), (f[:0], x[:0])], (D, D), rtol=1e-12)
+    same(jnp.trapezoid(f, dx=0.3), np.trapezoid(f, dx=0.3), rtol=1e-12)
+    same(jnp.trapezoid(np.array([1, 2, 3])), np.trapezoid(np.array([1, 2, 3])))
+    np.testing.assert_allclose(dynjax.grad(lambda y: jnp.trapezoid(y ** 2, x))(f[:, 0]),
+                               jax.grad(lambda y: jjnp.trapezoid(y ** 2, x))(f[:, 0]), rtol=1e-12)
+    p = np.cumsum(RNG.normal(scale=2.5, size=9))
+    both(jnp.unwrap, np.unwrap, [(p,), (p[:1],)], D, rtol=1e-12)
+    same(jnp.unwrap(p, period=4.0), np.unwrap(p, period=4.0), rtol=1e-12)
+    same(jnp.unwrap(p, discont=4.0), np.unwrap(p, discont=4.0), rtol=1e-12)
+    same(jnp.unwrap(np.stack([p, p]), axis=1), np.unwrap(np.stack([p, p]), axis=1), rtol=1e-12)
+
+
+def test_vector_products():
+    a3, b3, a2 = RNG.normal(size=(4, 3)), RNG.normal(size=(4, 3)), RNG.normal(size=(4, 2))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)   # numpy deprecates 2-vectors
+        for u, v in ((a3, b3), (a2, b3), (a3, a2)):
+            same(jnp.cross(u, v), np.cross(u, v), rtol=1e-12)
+    same(jnp.cross(a2, a2[::-1]), jjnp.cross(a2, a2[::-1]), rtol=1e-12)
+    same(jnp.cross(a3.T, b3.T, axisa=0, axisb=0, axisc=0), np.cross(a3.T, b3.T, axisa=0, axisb=0, axisc=0))
+    both(jnp.cross, np.cross, [(a3, b3), (a3[:0], b3[:0])], (D, D), rtol=1e-12)
+    z = a3 + 1j * b3
+    same(jnp.vecdot(z, b3), np.vecdot(z, b3), rtol=1e-12)
+    same(jnp.vecdot(a3, b3, axis=0), np.vecdot(a3, b3, axis=0), rtol=1e-12)
+    M = RNG.normal(size=(2, 4, 3))
+    both(jnp.matvec, np.matvec, [(M, a3[0]), (M[:, :1], a3[0])], ({1: "m"}, None), rtol=1e-12)
+    same(jnp.vecmat(z[0], M.transpose(0, 2, 1)), np.vecmat(z[0], M.transpose(0, 2, 1)), rtol=1e-12)
+
+
+def test_packbits_unpackbits():
+    bits = np.array([[1, 0, 1, 1, 0, 0, 0, 0, 1], [0, 1, 1, 1, 1, 1, 1, 1, 1]])
+    for ax in (None, 1, 0):
+        for bo in ("big", "little"):
+            same(jnp.packbits(bits, ax, bo), np.packbits(bits, ax, bo))
+            u = np.packbits(bits, ax, bo)
+            same(jnp.unpackbits(u, ax, bitorder=bo), np.unpackbits(u, ax, bitorder=bo))
+    both(lambda b: jnp.packbits(b, 1), lambda b: np.packbits(b, 1), [(bits,), (bits[:, :0],), (bits[:, :1],)],
+         ({1: "n"},))
+    u8 = np.array([5, 255], np.uint8)
+    for c in (-2, 3, 20, 0):
+        same(jnp.unpackbits(u8, count=c), np.unpackbits(u8, count=c), msg=str(c))
+    both(jnp.unpackbits, np.unpackbits, [(u8,), (u8[:0],)], D)
+    with pytest.raises(TypeError, match="uint8"):
+        jnp.unpackbits(np.array([1, 2]))
+
+
+def test_array_equal_equiv():
+    same(jnp.array_equal(np.ones(2), np.ones(3)), np.array_equal(np.ones(2), np.ones(3)))
+    same(jnp.array_equal(np.array([1, np.nan]), np.array([1, np.nan]), equal_nan=True), np.bool_(True))
+    same(jnp.array_equal(np.array([1, np.nan]), np.array([1, np.nan])), np.bool_(False))
+    both(jnp.array_equal, np.array_equal, [(np.arange(3), np.arange(3)), (np.arange(2), np.array([0, 5]))], (D, D))
+    same(jnp.array_equiv(np.ones(2), np.ones((3, 2))), np.bool_(True))
+    same(jnp.array_equiv(np.ones(2), np.ones((3, 3))), np.bool_(False))
+
+
+# --- histograms -------------------------------------------------------------------------------------------
+def _jax_counts(r, kw):
+    """JAX's counts are int64 without weights or density (numpy's are float64)."""
+    r = list(r)
+    if "weights" not in kw and not kw.get("density"):
+        r[0] = r[0].astype(np.int64)
+    return r
+
+
+def test_histograms():
+    x, y, w = RNG.normal(size=50), RNG.uniform(size=50), RNG.uniform(size=50)
+    same(jnp.histogram_bin_edges(x, 7), np.histogram_bin_edges(x, 7))
+    same(jnp.histogram_bin_edges(x, 4, (-1, 1)), np.histogram_bin_edges(x, 4, (-1, 1)))
+    for kw in ({}, {"bins": (3, 5)}, {"bins": [np.array([-3, 0, 3.]), 4]}, {"weights": w}, {"density": True},
+               {"range": [(-1, 1), None], "bins": 3}):
+        same(jnp.histogram2d(x, y, **kw), _jax_counts(np.histogram2d(x, y, **kw), kw), rtol=1e-12, msg=str(kw))
+    both(lambda x, y: jnp.histogram2d(x, y, 4), lambda x, y: _jax_counts(np.histogram2d(x, y, 4), {}),
+         [(x, y), (x[:1], y[:1])], (D, D))
+    s = RNG.normal(size=(40, 3))
+    H, edges = jnp.histogramdd(s, (2, 3, 4), density=True)
+    Hn, edges_n = np.histogramdd(s, (2, 3, 4), density=True)
+    same([H] + edges, [Hn] + edges_n, rtol=1e-12)
+    both(lambda s: jnp.histogramdd(s, 3), lambda s: _jax_counts(np.histogramdd(s, 3), {}), [(s,), (s[:2],)], D)

@@ -66,3 +66,7 @@ from .reshaping import (block, broadcast_arrays, broadcast_shapes, column_stack,
                         unstack)
 from .functional import (apply_along_axis, apply_over_axes, choose, piecewise, place,  # noqa: F401,E402
                          put_along_axis, select, vectorize)
+from .moments import corrcoef, cov, nanargmax, nanargmin, nanprod, nanstd, nanvar  # noqa: F401,E402
+from .calculus import (array_equal, array_equiv, cross, gradient, matvec, packbits, trapezoid,  # noqa: F401,E402
+                       unpackbits, unwrap, vecdot, vecmat)
+from .histograms import histogram2d, histogram_bin_edges, histogramdd  # noqa: F401,E402
