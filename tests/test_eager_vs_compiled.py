@@ -599,7 +599,7 @@ def _argminmax(draw, prim):
     return bind_case(prim, lambda: [_array(draw, dt, shape)], dict(axes=(axis,), index_dtype=idt))
 
 
-@cases("cumsum", "cumprod")
+@cases("cumsum", "cumprod", "cummax", "cummin")
 def _cumulative(draw, prim):
     dt = _dtype(draw, accepted(prim, shape=(1,), axis=0))
     rank = draw(st.sampled_from([1, 2]))

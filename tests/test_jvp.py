@@ -220,6 +220,17 @@ CASES += [
          lambda n: [(4, 2, n), (4, 2, 2)], dyn=[2, None]),
 ]
 
+# cumulative operations (dynjax.lax.cumulative): running extrema, cumlogsumexp and an
+# associative scan of a non-commutative combine (a loop over a dynamic number of levels)
+CASES += [
+    Case("cummax_cummin", lambda x: (lax.cummax(x, 0), lax.cummin(x, 1, reverse=True)), lambda n: [(n, 3)],
+         valid=lambda x: distinct(x, 0) and distinct(x, 1)),
+    Case("cumlogsumexp", lambda x: (lax.cumlogsumexp(x, 0), lax.cumlogsumexp(x, 1, reverse=True)),
+         lambda n: [(n, 3)]),
+    Case("associative_scan_affine", lambda a, b: lax.associative_scan(
+        lambda p, q: (lax.mul(p[0], q[0]), lax.add(lax.mul(p[1], q[0]), q[1])), (a, b)), lambda n: [(n,), (n,)]),
+]
+
 CASE_IDS = [case.name for case in CASES]
 
 

@@ -519,6 +519,9 @@ def _scan(kind):
 
 padding_rules[P.cumsum_p] = _scan("sum")
 padding_rules[P.cumprod_p] = _scan("prod")
+from ..lax import cumulative as _cumulative  # noqa: E402
+padding_rules[_cumulative.cummax_p] = _scan("max")
+padding_rules[_cumulative.cummin_p] = _scan("min")
 
 
 def _sort(ctx, eqn, *ops):

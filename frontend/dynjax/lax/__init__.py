@@ -17,6 +17,7 @@ from .convolution import (ConvDimensionNumbers, conv, conv_dimension_numbers,  #
                           conv_general_dilated, conv_general_dilated_patches, conv_transpose,
                           conv_with_general_padding)
 from . import callbacks  # noqa: E402,F401  (the pure_callback primitive)
+from .cumulative import associative_scan, cummax, cumlogsumexp, cummin  # noqa: E402,F401
 from .fft import FftType, fft  # noqa: E402,F401  (the fft primitive; lax.fft is the function)
 # JAX's lax names: derived functions (replacing the thin wrappers of api.py where the names
 # coincide), bit-level primitives, general gather / scatter, and the primitives as <name>_p

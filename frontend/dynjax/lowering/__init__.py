@@ -22,5 +22,6 @@ from . import linalg  # noqa: F401  (registers the LAPACK lowerings of dynjax.la
 from . import special  # noqa: F401  (registers the lowerings of dynjax.lax.special)
 from . import convolution  # noqa: E402,F401  (registers the lowering of lax.conv_general_dilated)
 from . import callbacks as _callbacks_lowering  # noqa: E402,F401  (the pure_callback placeholder)
+from . import cumulative as _cumulative_lowering  # noqa: E402,F401  (cummax / cummin scans)
 from . import fft as _fft_lowering  # noqa: E402,F401  (registers the stablehlo.fft lowering)
 from . import bits  # noqa: F401  (registers the lowerings of dynjax.lax.bits)

@@ -5,10 +5,11 @@
   expands into polynomial and rational approximations.
 * ``igamma``, ``igammac`` and ``bessel_i0e`` have no CHLO operation: their algorithms are
   written with ``dynjax.lax`` (``lax/special_series.py``: a series, a continued fraction, an
-  asymptotic expansion, each a ``while_loop``). The rule traces that function once per dtype
-  on a 1-D array of a dynamic length ``n``, flattens the operands to one axis
-  (``dynamic_reshape`` when a dim is dynamic), lowers the traced program in place with ``n``
-  the element count, and reshapes the result back.
+  asymptotic expansion, each a ``while_loop``). The rule flattens the operands to one axis
+  (``dynamic_reshape`` when a dim is dynamic), lowers in place that function traced on a 1-D
+  array of the operand dtype (traced once per dtype with a dynamic length ``n``, given the
+  element count; or, when every size is static as in a padded bucket, once per length), and
+  reshapes the result back.
 * 16-bit floats are computed in float32 and rounded (XLA's expansions are written for f32/f64).
 """
 from __future__ import annotations
@@ -61,14 +62,18 @@ _TRACED: Dict[Tuple[str, str], object] = {}
 _LOCK = threading.Lock()
 
 
-def _traced(name: str, fn: Callable, nargs: int, dtype):
-    """The closed jaxpr of ``fn`` on ``nargs`` 1-D arrays of ``dtype`` and one dynamic length."""
-    key = (name, np.dtype(dtype).name)
+def _traced(name: str, fn: Callable, nargs: int, dtype, length=None):
+    """The closed jaxpr of ``fn`` on ``nargs`` 1-D arrays of ``dtype``: of a dynamic length
+    (the first input) when ``length`` is None, else of that static length. A module whose
+    shapes are all static (a padded bucket) is compiled without shape refinement, so it
+    must not hold the dynamic form."""
+    key = (name, np.dtype(dtype).name, length)
     with _LOCK:
         if key not in _TRACED:
             from ..tracing import make_jaxpr
-            example = [np.zeros(2, dtype)] * nargs
-            _TRACED[key] = make_jaxpr(fn, abstracted_axes=({0: "n"},) * nargs)(*example)
+            example = [np.zeros(2 if length is None else length, dtype)] * nargs
+            axes = ({0: "n"},) * nargs if length is None else None
+            _TRACED[key] = make_jaxpr(fn, abstracted_axes=axes)(*example)
         return _TRACED[key]
 
 
@@ -97,9 +102,10 @@ def _via_lax(name: str, fn: Callable):
         args = [ctx.convert(a, wide) for a in _same_shape(ctx, eqn, list(args))]
         count = _element_count(ctx, out.shape)
         flat = [ctx.reshape(a, [count]) for a in args]
-        closed = _traced(name, fn, len(args), wide)
-        n = ctx.dim_value(count)
-        res, = ctx.lower_jaxpr(closed, [n] + flat)
+        if isinstance(count, int):
+            res, = ctx.lower_jaxpr(_traced(name, fn, len(args), wide, count), flat)
+        else:
+            res, = ctx.lower_jaxpr(_traced(name, fn, len(args), wide), [ctx.dim_value(count)] + flat)
         res = ctx.reshape(res, list(out.shape))
         return ctx.convert(res, dt)
     return rule

@@ -70,3 +70,4 @@ from .moments import corrcoef, cov, nanargmax, nanargmin, nanprod, nanstd, nanva
 from .calculus import (array_equal, array_equiv, cross, gradient, matvec, packbits, trapezoid,  # noqa: F401,E402
                        unpackbits, unwrap, vecdot, vecmat)
 from .histograms import histogram2d, histogram_bin_edges, histogramdd  # noqa: F401,E402
+from .cumulative import cumulative_prod, cumulative_sum  # noqa: F401,E402  (numpy 2's cumulative_*)

@@ -732,5 +732,6 @@ from . import linalg as _linalg  # noqa: E402,F401
 from . import special as _special  # noqa: E402,F401
 from . import callbacks as _callbacks  # noqa: E402,F401
 from . import convolution as _convolution  # noqa: E402,F401  (conv_general_dilated)
+from . import cumulative as _cumulative  # noqa: E402,F401  (cummax / cummin)
 from . import fft as _fft  # noqa: E402,F401
 from . import bits as _bits  # noqa: E402,F401
