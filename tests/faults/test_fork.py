@@ -207,3 +207,18 @@ def test_a_child_of_a_child_compiles(parent_compiled, monkeypatch):
     def grandchild():
         return _raw_fork(lambda: child_work((5, 6, 50, 3000)))
     _check(_raw_fork(grandchild), (5, 6, 50, 3000))
+
+
+def test_the_parent_loads_what_a_child_compiled_into_the_disk_cache(parent_compiled, monkeypatch):
+    """A forked child's compiles come from the compile server and go into the shared disk
+    cache. The entry must be the server's own serialized executable: re-serializing the
+    child's deserialized copy dropped XLA's compiled functions, and the parent, loading it,
+    failed with "Function broadcast_multiply_fusion not found"."""
+    monkeypatch.setenv("DYNJAX_TIERS", "exact")
+    new = qjit(lambda x: jnp.where(x > 0.5, x, -x) * 3, abstracted_axes={0: "n"})
+    x = np.linspace(0, 1, 41)
+    want = np.where(x > 0.5, x, -x) * 3
+    got = _raw_fork(lambda: new(x).tolist())
+    np.testing.assert_allclose(got, want, rtol=1e-15)
+    np.testing.assert_allclose(new(x), want, rtol=1e-15)
+    assert new.cache_info()["disk_cache_hits"] == 1    # the child's entry, loaded and run here

@@ -261,7 +261,7 @@ class Executable:
     """
 
     __slots__ = ("loaded", "in_types", "out_types", "in_avals", "out_avals", "_handlers", "_run", "_via_copy",
-                 "_staged", "_scalars", "_stages", "generation", "wait_interruptibly", "__weakref__")
+                 "_staged", "_scalars", "_stages", "generation", "wait_interruptibly", "blob", "__weakref__")
 
     def __init__(self, loaded, in_types: Sequence[str], out_types: Sequence[str]):
         get_client()
@@ -269,6 +269,8 @@ class Executable:
         #: wait for the results on a helper thread, so that Ctrl-C interrupts the wait (set for
         #: runs that may be long: see ``_call_interruptibly``)
         self.wait_interruptibly = False
+        #: the serialized form this executable was loaded from (``deserialize``), or None
+        self.blob = None
         _live.add(self)
         self.loaded = loaded
         self.in_types = tuple(in_types)
@@ -580,7 +582,13 @@ _MAGIC = b"DYNJAX-XLA-EXE\x001\n"
 
 
 def serialize(exe: Executable) -> bytes:
-    """Serialize an executable (XLA blob plus our input/output types)."""
+    """Serialize an executable (XLA blob plus our input/output types). An executable that
+    was itself deserialized gives back the bytes it came from: XLA's CPU client serializes a
+    deserialized executable without its compiled functions, and loading that blob in another
+    process fails at run time ("Function ... not found"). A forked child's compiles come from
+    the compile server this way, and its disk-cache writes must stay loadable."""
+    if exe.blob is not None:
+        return exe.blob
     payload = get_client().serialize_executable(exe.loaded)
     header = json.dumps({"in": list(exe.in_types), "out": list(exe.out_types)}).encode()
     return _MAGIC + struct.pack("<I", len(header)) + header + payload
@@ -605,7 +613,9 @@ def deserialize(blob: bytes) -> Executable:
         loaded = client.deserialize_executable(payload, _device_list, _jax.CompileOptions())
     except _jax.JaxRuntimeError as e:
         raise ValueError(f"cannot deserialize executable: {e}") from None
-    return Executable(loaded, header["in"], header["out"])
+    exe = Executable(loaded, header["in"], header["out"])
+    exe.blob = bytes(blob)
+    return exe
 
 
 def hlo_text(exe: Executable) -> str:
