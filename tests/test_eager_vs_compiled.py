@@ -911,6 +911,16 @@ def run_case(case: Case, name: str):
             assert_agree(e, c, case.check, case.ulps, where)
 
 
+# --- random bits (dynjax.lax.prng): integer arithmetic, exact; a scalar key against counter arrays
+@cases("threefry2x32")
+def _threefry2x32(draw, prim):
+    n = _size(draw)
+    u32 = np.dtype(np.uint32)
+    return bind_case(prim, lambda: [_array(draw, u32, ()), _array(draw, u32, ()),
+                                    _array(draw, u32, (n,)), _array(draw, u32, (n,))],
+                     dyn=(None, None, {0: "n"}, {0: "n"}))
+
+
 # ---------------------------------------------------------------------------------------------
 # The tests
 # ---------------------------------------------------------------------------------------------

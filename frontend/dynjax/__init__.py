@@ -35,3 +35,4 @@ from .top_level import (block_until_ready, device_get, device_put, eval_shape, j
                         typeof)
 from .callbacks import pure_callback  # noqa: E402,F401
 from . import nn, scipy  # noqa: E402,F401  (dynjax.nn activations; dynjax.scipy special / stats / linalg)
+from . import random  # noqa: E402,F401  (dynjax.random: threefry2x32 keys and samplers)

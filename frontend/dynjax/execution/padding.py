@@ -373,6 +373,8 @@ for _name in _ELEMENTWISE:
     padding_rules[getattr(P, f"{_name}_p")] = _same
 for _p in (P.transpose_p, P.squeeze_p):
     padding_rules[_p] = _same
+from ..lax import prng as _prng  # noqa: E402
+padding_rules[_prng.threefry2x32_p] = _same   # elementwise random bits
 from ..lax import bits as _bits  # noqa: E402
 for _p in (_bits.population_count_p, _bits.clz_p, _bits.nextafter_p, _bits.reduce_precision_p,
            _bits.bitcast_convert_type_p):

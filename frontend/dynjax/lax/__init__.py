@@ -35,3 +35,4 @@ from .slicing import (GatherDimensionNumbers, GatherScatterMode, ScatterDimensio
                       gather, scatter, scatter_add, scatter_apply, scatter_max, scatter_min,
                       scatter_mul, scatter_sub)
 from .primitive_names import *  # noqa: E402,F401,F403
+from . import prng  # noqa: E402,F401  (the threefry2x32 primitive)

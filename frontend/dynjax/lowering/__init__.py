@@ -25,3 +25,4 @@ from . import callbacks as _callbacks_lowering  # noqa: E402,F401  (the pure_cal
 from . import cumulative as _cumulative_lowering  # noqa: E402,F401  (cummax / cummin scans)
 from . import fft as _fft_lowering  # noqa: E402,F401  (registers the stablehlo.fft lowering)
 from . import bits  # noqa: F401  (registers the lowerings of dynjax.lax.bits)
+from . import prng  # noqa: F401  (registers the threefry2x32 lowering)

@@ -715,3 +715,4 @@ from . import callbacks as _callbacks  # noqa: E402,F401
 from . import cumulative as _cumulative  # noqa: E402,F401  (cummax / cummin)
 from . import fft as _fft  # noqa: E402,F401
 from . import bits as _bits  # noqa: E402,F401
+from . import prng as _prng  # noqa: E402,F401

@@ -1,0 +1,10 @@
+"""``dynjax.random``: JAX's key-based random numbers (threefry2x32, ``jax_threefry_partitionable``
+counters), giving JAX's numbers for the same key, shape and dtype, at static and dynamic sizes,
+under ``qjit``, ``vmap`` and ``grad``. See ``doc/random.md``.
+
+A key is a ``uint32[2]`` array (``PRNGKey(0)``, ``key(0)``, ``split(k)[i]``, ``fold_in(k, i)``).
+"""
+from .keys import PRNGKey, bits, fold_in, key, key_data, split, wrap_key_data  # noqa: F401
+from .samplers import (bernoulli, categorical, exponential, gumbel, laplace, logistic,  # noqa: F401
+                       normal, randint, truncated_normal, uniform)
+from .permutations import choice, permutation, shuffle  # noqa: F401
