@@ -462,7 +462,10 @@ def test_cumprod_with_zeros():
 
 def test_special_points():
     zero, one = np.array([0.0]), np.array([1.0])
-    assert jvp(lax.abs, (zero,), (one,))[1] == 0.0
+    # JAX's choices: |x|' = 1 at 0 (and -0), -1 at NaN; the complex |z| has slope 0 at 0
+    assert jvp(lax.abs, (zero,), (one,))[1] == 1.0
+    assert jvp(lax.abs, (-zero,), (one,))[1] == 1.0
+    assert jvp(lax.abs, (np.array([np.nan]),), (one,))[1] == -1.0
     assert jvp(lambda z: lax.abs(lax.complex(z, z)), (zero,), (one,))[1] == 0.0
     np.testing.assert_allclose(jvp(lax.pow, (zero, np.array([2.0])), (one, one))[1], [0.0])
     np.testing.assert_allclose(jvp(lax.pow, (zero, np.array([0.0])), (one, zero))[1], [0.0])

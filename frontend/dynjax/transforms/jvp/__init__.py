@@ -247,7 +247,9 @@ for _p, _fn in _UNARY.items():
 
 def _abs_tangent(t, x, y):
     if not is_complex_dtype(typeof(x).dtype):
-        return mul(t, P.sign_p.bind(x))   # the tangent at 0 is 0 (the symmetric choice)
+        # +t where x >= 0 (at 0 and -0 too), -t elsewhere (NaN included): JAX's choice
+        up = _mask(P.ge_p.bind(x, _const(x, 0)), x)
+        return mul(t, sub(add(up, up), _const(x, 1)))
     # d|z| = Re(conj(z) dz) / |z|, and 0 at z = 0
     num = P.real_p.bind(mul(P.conj_p.bind(x), t))
     return div(num, _safe(y, P.eq_p.bind(y, _const(y, 0))))
