@@ -13,7 +13,8 @@ Numerical care:
   ``1000 + log 2`` and a row of ``-inf`` gives ``-inf``;
 * ``softmax`` / ``log_softmax`` shift by the row maximum; a row that is all ``-inf`` gives
   NaN, as in JAX; ``softmax`` has JAX's custom derivative ``y * (dx - sum(y * dx))``;
-* ``relu`` and ``relu6`` have custom derivatives that are 0 at the kinks (``relu'(0) = 0``).
+* ``relu`` and ``relu6`` have custom derivatives that are 0 at the kinks (``relu'(0) = 0``),
+  ``softplus`` the derivative ``sigmoid(x)``.
 
 Every function works on dynamic dims (an axis named in ``qjit(abstracted_axes=...)``), under
 ``grad`` and ``vmap``, eagerly and compiled.
@@ -186,11 +187,24 @@ def sigmoid(x):
     return lax.logistic(_floating(x, "sigmoid"))
 
 
+@custom_jvp
+def _softplus(x):
+    return jnp.maximum(x, _const(0, x)) + jnp.log1p(jnp.exp(-jnp.abs(x)))
+
+
+@_softplus.defjvp
+def _softplus_jvp(primals, tangents):
+    # sigmoid(x) everywhere (the formula's max and abs would leave the kink at 0 to the
+    # conventions of their derivatives)
+    (x,), (t,) = primals, tangents
+    return _softplus(x), t * lax.logistic(x)
+
+
 @_quiet
 def softplus(x):
-    """``log(1 + exp(x))``, computed as ``max(x, 0) + log1p(exp(-|x|))`` (no overflow)."""
-    x = _inexact(x)
-    return jnp.maximum(x, _const(0, x)) + jnp.log1p(jnp.exp(-jnp.abs(x)))
+    """``log(1 + exp(x))``, computed as ``max(x, 0) + log1p(exp(-|x|))`` (no overflow), with
+    the derivative ``sigmoid(x)`` (JAX's ``logaddexp(x, 0)``)."""
+    return _softplus(_inexact(x))
 
 
 @_quiet
