@@ -379,3 +379,39 @@ def test_bad_arguments():
         random.fold_in(k, np.arange(2))
     # maxval <= minval gives minval, as in JAX
     np.testing.assert_array_equal(random.randint(k, (4,), 5, 2), np.full(4, 5))
+
+
+# --- dynjax.nn.initializers ----------------------------------------------------------------------
+def test_initializers_against_jax(exact_tier):
+    import jax.nn.initializers as ji
+    from dynjax.nn import initializers as di
+    k = jr.PRNGKey(3)
+    kd = np.asarray(k)
+    assert_bitwise(di.zeros(kd, (3, 4)), ji.zeros(k, (3, 4)))
+    assert_bitwise(di.ones(kd, (2,), np.float32), ji.ones(k, (2,), np.float32))
+    assert_bitwise(di.constant(2.5)(kd, (2, 2)), ji.constant(2.5)(k, (2, 2)))
+    for dt in (np.float32, np.float64):
+        shape = (3, 3, 4, 5)
+        names = ("glorot_uniform", "glorot_normal", "he_normal", "he_uniform", "lecun_normal",
+                 "lecun_uniform")
+        f = dynjax.qjit(lambda kk: [getattr(di, n)()(kk, shape, dt) for n in names]
+                        + [di.uniform()(kk, (4, 5), dt), di.normal()(kk, (4, 5), dt),
+                           di.truncated_normal()(kk, (4, 5), dt)])
+        got = f(kd)
+        for g, n in zip(got, names):
+            assert_bitwise(g, getattr(ji, n)()(k, shape, dt))
+        assert_bitwise(got[-3], ji.uniform()(k, (4, 5), dt))
+        # normal(...) * stddev: XLA folds the two constant factors differently in JAX's program
+        assert_close(got[-2], ji.normal()(k, (4, 5), dt), 4)
+        assert_close(got[-1], ji.truncated_normal()(k, (4, 5), dt), 4)
+        assert_close(di.glorot_normal()(kd, shape, dt), ji.glorot_normal()(k, shape, dt), 256)
+        vs = di.variance_scaling(0.5, "fan_geo_avg", "normal", in_axis=(0, 1), out_axis=3)
+        assert_close(dynjax.qjit(lambda kk: vs(kk, shape, dt))(kd),
+                     ji.variance_scaling(0.5, "fan_geo_avg", "normal", in_axis=(0, 1), out_axis=3)(k, shape, dt), 4)
+        for oshape in ((6, 4), (3, 5), (2, 3, 4)):
+            q = np.asarray(di.orthogonal()(kd, oshape, dt))
+            np.testing.assert_allclose(q, ji.orthogonal()(k, oshape, dt), atol=50 * np.finfo(dt).eps)
+    with pytest.raises(ValueError, match="2D"):
+        di.orthogonal()(kd, (3,))
+    with pytest.raises(ValueError, match="mode"):
+        di.variance_scaling(1.0, "fan_bad", "normal")

@@ -6,5 +6,5 @@ A key is a ``uint32[2]`` array (``PRNGKey(0)``, ``key(0)``, ``split(k)[i]``, ``f
 """
 from .keys import PRNGKey, bits, fold_in, key, key_data, split, wrap_key_data  # noqa: F401
 from .samplers import (bernoulli, categorical, exponential, gumbel, laplace, logistic,  # noqa: F401
-                       normal, randint, truncated_normal, uniform)
+                       normal, orthogonal, randint, truncated_normal, uniform)
 from .permutations import choice, permutation, shuffle  # noqa: F401

@@ -15,7 +15,7 @@ from ..core.trace import Tracer, typeof
 from .keys import canonical_shape, check_key, random_bits, split
 
 __all__ = ["uniform", "normal", "randint", "bernoulli", "gumbel", "categorical", "exponential",
-           "laplace", "logistic", "truncated_normal"]
+           "laplace", "logistic", "truncated_normal", "orthogonal"]
 
 _UINT = {8: np.dtype(np.uint8), 16: np.dtype(np.uint16), 32: np.dtype(np.uint32),
          64: np.dtype(np.uint64)}
@@ -328,3 +328,20 @@ def logistic(key, shape=(), dtype=None):
     shape = canonical_shape("logistic", shape)
     x = _uniform(key, shape, dtype, np.asarray(finfo(dtype).tiny, dtype), 1.0)
     return lax.sub(lax.log(x), lax.log1p(lax.neg(x)))
+
+
+def orthogonal(key, n, shape=(), dtype=None, m=None):
+    """Matrices with orthonormal columns (or rows when ``n < m``), uniformly distributed: the
+    Q of a QR decomposition of normal values, its columns' signs fixed by R's diagonal (JAX's
+    algorithm; Q comes from LAPACK, so it agrees with JAX to rounding, not bit for bit)."""
+    key = check_key("orthogonal", key)
+    dtype = _float_dtype("orthogonal", dtype)
+    m = n if m is None else m
+    shape = canonical_shape("orthogonal", shape)
+    if not isinstance(n, int) or not isinstance(m, int):
+        raise TypeError("orthogonal: n and m must be Python ints")
+    z = normal(key, tuple(shape) + (max(n, m), min(n, m)), dtype)
+    q, r = jnp.linalg.qr(z)
+    d = jnp.diagonal(r, axis1=-2, axis2=-1)
+    x = q * jnp.expand_dims(jnp.sign(d), -2)
+    return jnp.swapaxes(x, -1, -2) if n < m else x
