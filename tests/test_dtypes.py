@@ -387,6 +387,87 @@ NOT_PER_DTYPE = {  # public callables that take no array of a given dtype
     "at",   # x.at[idx] has no numpy counterpart: tests/test_indexing.py covers every dtype
 }
 
+# the rest of jax.numpy (issue 21; tests/test_numpy_more.py covers them on dynamic sizes)
+CALLS.update({
+    **{n: (lambda f: lambda x, y: f(x)) for n in [
+        "acos", "asin", "atan", "acosh", "asinh", "atanh", "arccosh", "arcsinh", "arctanh", "degrees",
+        "radians", "fabs", "positive", "trunc", "isposinf", "isneginf", "iscomplex", "isreal",
+        "spacing", "i0", "bitwise_count", "nanprod", "nanvar", "nanstd", "nanargmax", "nanargmin",
+        "trim_zeros", "ediff1d", "diagflat", "copy", "unwrap",
+        "packbits", "gradient", "trapezoid", "histogram_bin_edges", "matrix_transpose", "resize",
+        "argpartition", "partition"]},
+    **{n: (lambda f: lambda x, y: f([x, y])) for n in ["column_stack", "dstack", "lexsort"]},
+    "unstack": lambda f: lambda x, y: f(np.stack([x, y]) if isinstance(x, np.ndarray) else jnp.stack([x, y]))[1],
+    **{n: (lambda f: lambda x, y: f(x)[0]) for n in ["frexp", "modf"]},
+    **{n: (lambda f: lambda x, y: f(x, y)) for n in [
+        "atan2", "fmax", "fmin", "logaddexp", "logaddexp2", "nextafter", "float_power", "gcd", "lcm",
+        "polyval", "union1d", "intersect1d", "setdiff1d", "setxor1d", "isin",
+        "array_equal", "array_equiv", "vecdot", "concat", "block"]},
+    "divmod": lambda f: lambda x, y: f(x, y)[1],
+    "ldexp": lambda f: lambda x, y: f(x, (x != x).astype(np.int64) + 2),
+    "unpackbits": lambda f: lambda x, y: f((x != y).astype(np.uint8)),
+    "rollaxis": lambda f: lambda x, y: f(np.stack([x, y]) if isinstance(x, np.ndarray) else jnp.stack([x, y]), 1),
+    "permute_dims": lambda f: lambda x, y: f(np.stack([x, y]) if isinstance(x, np.ndarray) else jnp.stack([x, y]),
+                                             (1, 0)),
+    "matvec": lambda f: lambda x, y: f(np.stack([x, y]) if isinstance(x, np.ndarray) else jnp.stack([x, y]), y),
+    "vecmat": lambda f: lambda x, y: f(*(lambda m: (m[:, 0], m))(np.stack([x, y]) if isinstance(x, np.ndarray)
+                                                               else jnp.stack([x, y]))),
+    "fill_diagonal": lambda f: (lambda x, y: _fill_diagonal_numpy(x, y)) if f is np.fill_diagonal else
+    (lambda x, y: f(jnp.stack([x, y]) if not isinstance(x, np.ndarray) else np.stack([x, y]), x[0], inplace=False)),
+    "choose": lambda f: lambda x, y: f((x != y).astype(np.int64), [x, y], mode="clip"),
+    "select": lambda f: lambda x, y: f([x != y], [x], y),
+    "piecewise": lambda f: lambda x, y: f(x, [x != y], [1, 2]),
+    "place": lambda f: (lambda x, y: _place_numpy(x, y)) if f is np.place else
+    (lambda x, y: f(x, x != y, y[:2], inplace=False)),
+    "put_along_axis": lambda f: (lambda x, y: _put_along_axis_numpy(x, y)) if f is np.put_along_axis else
+    (lambda x, y: f(x, (x != x).astype(np.int64)[:1] * 0, y[:1], axis=0, inplace=False)),
+    "apply_along_axis": lambda f: lambda x, y: f(lambda v: v[::-1], 0, x),
+    "apply_over_axes": lambda f: lambda x, y: f(np.sum if isinstance(x, np.ndarray) and f is np.apply_over_axes
+                                                  else jnp.sum, x, [0]),
+})
+NOT_PER_DTYPE |= {
+    # dtype objects, predicates and constructors that take no array of a given dtype
+    "bfloat16", "bool_", "complex128", "complex64", "float16", "float32", "float64", "int8", "int16",
+    "int32", "int64", "uint8", "uint16", "uint32", "uint64", "cdouble", "csingle", "double", "single", "half",
+    "float_", "int_", "uint", "complex_", "character", "complexfloating", "flexible", "floating", "generic",
+    "inexact", "integer", "number", "object_", "signedinteger", "unsignedinteger", "dtype", "can_cast",
+    "isdtype", "issubdtype", "isscalar", "iterable", "broadcast_shapes", "broadcast_arrays",
+    "bartlett", "blackman", "hamming", "hanning", "kaiser", "geomspace", "logspace", "tri", "fromfunction",
+    "diag_indices", "diag_indices_from", "tril_indices", "triu_indices", "tril_indices_from",
+    "triu_indices_from", "mask_indices", "ravel_multi_index", "unravel_index", "ix_", "vectorize",
+    # by their fitting/solving nature float-only, as in numpy; covered in test_numpy_more.py
+    "polydiv", "polyfit", "histogramdd",
+    # numpy computes these in float64 whatever the input; JAX (and dynjax) keep float32
+    "cov", "corrcoef",
+    "cross",   # its vector axis must be static (2 or 3): test_numpy_more.py
+    "pow",   # an alias of power (its row above)
+    # JAX's convention, not numpy's: reciprocal promotes integers to float; vander keeps the
+    # integer type (numpy: int64); polyadd/polysub/polymul keep leading zeros (numpy trims them)
+    "reciprocal", "vander", "polyadd", "polysub", "polymul",
+    # JAX's dtypes where numpy widens: poly/polyder/polyint keep float16, bfloat16 and float32
+    # (numpy: float64), sort_complex gives complex64 for float32 (numpy: complex128), and
+    # histogram2d counts are int64 without weights (numpy: float64); test_numpy_more.py
+    "poly", "polyder", "polyint", "sort_complex", "histogram2d",
+}
+
+
+def _fill_diagonal_numpy(x, y):
+    out = np.stack([x, y])
+    np.fill_diagonal(out, x[0])
+    return out
+
+
+def _place_numpy(x, y):
+    out = x.copy()
+    np.place(out, x != y, y[:2])
+    return out
+
+
+def _put_along_axis_numpy(x, y):
+    out = x.copy()
+    np.put_along_axis(out, np.zeros(1, np.int64), y[:1], axis=0)
+    return out
+
 
 def test_every_function_has_a_row():
     public = {n for n in dir(jnp) if not n.startswith("_") and callable(getattr(jnp, n))}

@@ -71,3 +71,10 @@ from .calculus import (array_equal, array_equiv, cross, gradient, matvec, packbi
                        unpackbits, unwrap, vecdot, vecmat)
 from .histograms import histogram2d, histogram_bin_edges, histogramdd  # noqa: F401,E402
 from .cumulative import cumulative_prod, cumulative_sum  # noqa: F401,E402  (numpy 2's cumulative_*)
+from .dtypes import (bfloat16, bool_, can_cast, cdouble, character, complex64, complex128,  # noqa: F401,E402
+                     complex_, complexfloating, csingle, double, dtype, euler_gamma, flexible, float16,
+                     float32, float64, float_, floating, generic, half, inexact, int8, int16, int32, int64,
+                     int_, integer, isdtype, isscalar, issubdtype, iterable,
+                     number, object_, signedinteger, single, uint, uint8, uint16, uint32, uint64,
+                     unsignedinteger)
+from .dtypes import bool_ as bool  # noqa: F401,E402

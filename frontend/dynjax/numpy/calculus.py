@@ -58,6 +58,8 @@ def _minus(n, k):
 def _gradient_1(f, h, axis):
     from .shape_ops import concatenate, diff
     from .ufuncs import _to_float
+    if typeof(f).dtype == np.bool_:
+        raise TypeError("gradient: boolean subtract is not supported for bool input (as in numpy)")
     f = _to_float(f)
     nd = typeof(f).ndim
     n = typeof(f).shape[axis]
@@ -65,11 +67,13 @@ def _gradient_1(f, h, axis):
         raise ValueError("gradient: each dimension must have at least two samples")
     inner = _minus(n, 2)
     h = _arr(h)
+    if typeof(h).ndim == 0:   # a scalar spacing takes f's dtype (JAX's weak scalar)
+        h = h.astype(typeof(f).dtype) if isinstance(h, Tracer) else np.asarray(h, typeof(f).dtype)[()]
     head = _win(f, axis, 1, 1) - _win(f, axis, 0, 1)
     tail = _win(f, axis, _minus(n, 1), 1) - _win(f, axis, inner, 1)
     f0, f1, f2 = _win(f, axis, 0, inner), _win(f, axis, 1, inner), _win(f, axis, 2, inner)
     if typeof(h).ndim == 0:
-        return concatenate([head / h, (f2 - f0) / (2.0 * h), tail / h], axis)
+        return concatenate([head / h, (f2 - f0) / (h + h), tail / h], axis)
     if typeof(h).ndim != 1:
         raise ValueError("gradient: spacing must be a scalar or a 1-d array of coordinates")
     dx = diff(h.astype(typeof(f).dtype) if isinstance(h, Tracer) else np.asarray(h, typeof(f).dtype))
@@ -125,8 +129,10 @@ def trapezoid(y, x=None, dx=1.0, axis=-1):
     if isinstance(n, int) and n == 0:
         return _sum(y, axis=axis)
     m = _minus(n, 1) if isinstance(n, int) else lax.max(_minus(n, 1), np.int64(0))
-    avg = (_win(y, axis, 1 if not isinstance(n, int) or n > 1 else 0, m) + _win(y, axis, 0, m)) * 0.5
-    return _sum(avg * d, axis=axis)
+    half = np.asarray(0.5, typeof(y).dtype)[()]
+    avg = (_win(y, axis, 1 if not isinstance(n, int) or n > 1 else 0, m) + _win(y, axis, 0, m)) * half
+    from .ufuncs import multiply
+    return _sum(multiply(avg, d), axis=axis)
 
 
 def unwrap(p, discont=None, axis=-1, period=2 * np.pi):
@@ -161,6 +167,8 @@ def cross(a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):
     a = moveaxis(a, _axis(axisa, typeof(a).ndim, "cross"), -1)
     b = moveaxis(b, _axis(axisb, typeof(b).ndim, "cross"), -1)
     na, nb = typeof(a).shape[-1], typeof(b).shape[-1]
+    if not isinstance(na, int) or not isinstance(nb, int):
+        raise TypeError("cross: the vector axes must have a static length (2 or 3), not a dynamic one")
     if na not in (2, 3) or nb not in (2, 3):
         raise ValueError("cross: incompatible dimensions for cross product (dimension must be 2 or 3)")
     a0, a1 = a[..., 0], a[..., 1]
@@ -182,6 +190,18 @@ def cross(a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):
     return moveaxis(out, -1, _axis(axisc, typeof(out).ndim, "cross"))
 
 
+def _both_bool(x1, x2):
+    return typeof(x1).dtype == np.bool_ and typeof(x2).dtype == np.bool_
+
+
+def _bool_or_sum(v, axis):
+    """The sum along ``axis``, or for bools their ``any`` (numpy's and JAX's bool products)."""
+    from .reductions import any as _any, sum as _sum
+    if typeof(v).dtype == np.bool_:
+        return _any(v, axis=axis)
+    return _sum(v, axis=axis, dtype=typeof(v).dtype)   # uint8 stays uint8, as numpy's products
+
+
 def vecdot(x1, x2, /, *, axis=-1, precision=None, preferred_element_type=None):
     """``sum(conj(x1) * x2, axis)`` with broadcasting (the array API's vector dot product)."""
     from .reductions import sum as _sum
@@ -190,7 +210,8 @@ def vecdot(x1, x2, /, *, axis=-1, precision=None, preferred_element_type=None):
     nd = max(typeof(x1).ndim, typeof(x2).ndim)
     if typeof(x1).ndim == 0 or typeof(x2).ndim == 0:
         raise ValueError("vecdot: the inputs must be at least 1-dimensional")
-    out = _sum(conj(x1) * x2, axis=axis if axis < 0 else axis - nd)
+    ax = axis if axis < 0 else axis - nd
+    out = _bool_or_sum(conj(x1) * x2 if not _both_bool(x1, x2) else x1 & x2, ax)
     return out.astype(preferred_element_type) if preferred_element_type is not None else out
 
 
@@ -200,7 +221,7 @@ def matvec(x1, x2, /):
     x1, x2 = _arr(x1), _arr(x2)
     if typeof(x1).ndim < 2 or typeof(x2).ndim < 1:
         raise ValueError("matvec: x1 must be at least 2-d and x2 at least 1-d")
-    return _sum(x1 * x2[..., None, :], axis=-1)
+    return _bool_or_sum(x1 & x2[..., None, :] if _both_bool(x1, x2) else x1 * x2[..., None, :], -1)
 
 
 def vecmat(x1, x2, /):
@@ -210,7 +231,9 @@ def vecmat(x1, x2, /):
     x1, x2 = _arr(x1), _arr(x2)
     if typeof(x1).ndim < 1 or typeof(x2).ndim < 2:
         raise ValueError("vecmat: x1 must be at least 1-d and x2 at least 2-d")
-    return _sum(conj(x1)[..., :, None] * x2, axis=-2)
+    if _both_bool(x1, x2):
+        return _bool_or_sum(x1[..., :, None] & x2, -2)
+    return _bool_or_sum(conj(x1)[..., :, None] * x2, -2)
 
 
 # --- bits ------------------------------------------------------------------------------------------------

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import lax
-from ..core.avals import float64, int32, is_complex_dtype, is_inexact_dtype
+from ..core.avals import finfo, float64, int32, is_complex_dtype, is_inexact_dtype
 from ..core.trace import Tracer, typeof
 from . import ufuncs as uf
 from ._promote import asarray_of, broadcast_arrays, promote_and_broadcast, result_dtype
@@ -89,16 +89,17 @@ def divmod(x1, x2, /):
 # --- inverse hyperbolic functions -------------------------------------------------------------
 def _big(x):
     """Where ``|x|`` is so large that ``x * x`` would overflow."""
-    return lax.gt(uf.abs(x), _const(np.sqrt(np.finfo(_dtype(x)).max) / 4, x))
+    return lax.gt(uf.abs(x), _const(np.sqrt(finfo(_dtype(x)).max) / 4, x))
 
 
 def arcsinh(x, /):
     """Inverse hyperbolic sine, accurate near 0 and for large ``|x|``."""
     x = _f(x)
     if is_complex_dtype(_dtype(x)):
-        return uf.log(x + uf.sqrt(x * x + 1))
+        return uf.log(x + uf.sqrt(x * x + _const(1, x)))
     a = uf.abs(x)
-    small = uf.log1p(a + a * a / (1 + uf.sqrt(a * a + 1)))
+    one = _const(1, a)
+    small = uf.log1p(a + a * a / (one + uf.sqrt(a * a + one)))
     large = uf.log(a) + _const(np.log(2), x)
     return uf.copysign(lax.select(_big(x), large, small), x)
 
@@ -107,9 +108,9 @@ def arccosh(x, /):
     """Inverse hyperbolic cosine (NaN below 1)."""
     x = _f(x)
     if is_complex_dtype(_dtype(x)):
-        return uf.log(x + uf.sqrt(x + 1) * uf.sqrt(x - 1))
-    t = x - 1
-    near = uf.log1p(t + uf.sqrt(t) * uf.sqrt(t + 2))
+        return uf.log(x + uf.sqrt(x + _const(1, x)) * uf.sqrt(x - _const(1, x)))
+    t = x - _const(1, x)
+    near = uf.log1p(t + uf.sqrt(t) * uf.sqrt(t + _const(2, x)))
     return lax.select(_big(x), uf.log(x) + _const(np.log(2), x), near)
 
 
@@ -117,8 +118,8 @@ def arctanh(x, /):
     """Inverse hyperbolic tangent (NaN outside [-1, 1], infinite at the ends)."""
     x = _f(x)
     if is_complex_dtype(_dtype(x)):
-        return 0.5 * (uf.log1p(x) - uf.log1p(-x))
-    return 0.5 * uf.log1p(2 * x / (1 - x))
+        return _const(0.5, x) * (uf.log1p(x) - uf.log1p(-x))
+    return _const(0.5, x) * uf.log1p(_const(2, x) * x / (_const(1, x) - x))
 
 
 asinh, acosh, atanh = arcsinh, arccosh, arctanh
@@ -225,7 +226,7 @@ def lcm(x1, x2):
     g = gcd(x1, x2)
     zero = lax.eq(g, _const(0, g))
     safe = lax.select(zero, lax.broadcast_in_dim(_const(1, g), typeof(g).shape, ()), g)
-    return lax.select(zero, g, uf.abs(lax.mul(lax.div(x1, safe), x2)))
+    return lax.select(zero, g, lax.mul(lax.div(uf.abs(x1), safe), uf.abs(x2)))   # wraps as numpy's
 
 
 def bitwise_count(x, /):
@@ -256,7 +257,7 @@ def _exp2_int(k, dtype):
     one = out
     for b in range(12):
         bit = lax.ne(lax.bitwise_and(m, lax.broadcast_in_dim(np.int64(1 << b), shape, ())), np.int64(0))
-        up = np.asarray(np.ldexp(1.0, 1 << b) if (1 << b) < np.finfo(dtype).maxexp else np.inf, dtype)[()]
+        up = np.asarray(np.ldexp(1.0, 1 << b) if (1 << b) < finfo(dtype).maxexp else np.inf, dtype)[()]
         down = np.asarray(np.ldexp(1.0, -(1 << b)), dtype)[()]
         factor = lax.select(neg, lax.broadcast_in_dim(down, shape, ()), lax.broadcast_in_dim(up, shape, ()))
         out = lax.mul(out, lax.select(bit, factor, one))
@@ -273,7 +274,7 @@ def ldexp(x1, x2, /):
         raise TypeError("ldexp does not support complex-valued inputs")
     x1, x2 = broadcast_arrays(x1, asarray_of(x2, np.dtype(np.int64)))
     dt = _dtype(x1)
-    limit = np.int64(2 * (np.finfo(dt).maxexp - np.finfo(dt).minexp + np.finfo(dt).nmant + 2))
+    limit = np.int64(2 * (finfo(dt).maxexp - finfo(dt).minexp + finfo(dt).nmant + 2))
     k = uf.clip(x2, -limit, limit)
     half = lax.div(k, lax.broadcast_in_dim(np.int64(2), typeof(k).shape, ()))
     return lax.mul(lax.mul(x1, _exp2_int(half, dt)), _exp2_int(lax.sub(k, half), dt))
@@ -315,7 +316,7 @@ def modf(x, /, out=None):
 def _ulp_step(x, up):
     """The distance from ``x`` to its neighbour away from zero (``up``) or toward zero."""
     dt = _dtype(x)
-    fi = np.finfo(dt)
+    fi = finfo(dt)
     tiny = np.asarray(fi.smallest_subnormal, dt)[()]
     m, e = frexp(x)
     e = lax.convert_element_type(e, np.dtype(np.int64))
@@ -339,7 +340,7 @@ def nextafter(x, y, /):
                           lax.bitwise_and(lax.bitwise_not(toward_pos), lax.le(x, zero)))
     step = _ulp_step(x, away)
     moved = lax.select(toward_pos, lax.add(x, step), lax.sub(x, step))
-    tiny = np.asarray(np.finfo(dt).smallest_subnormal, dt)[()]
+    tiny = np.asarray(finfo(dt).smallest_subnormal, dt)[()]
     from_zero = lax.select(toward_pos, lax.broadcast_in_dim(tiny, shape, ()),
                            lax.broadcast_in_dim(-tiny, shape, ()))
     moved = lax.select(lax.eq(x, zero), from_zero, moved)

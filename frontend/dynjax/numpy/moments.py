@@ -73,7 +73,7 @@ def _nanarg(name, fill_sign):
         if not is_inexact_dtype(typeof(a).dtype):
             return base(a, axis, keepdims=keepdims)
         if is_complex_dtype(typeof(a).dtype):
-            raise TypeError(f"{name} does not support complex-valued inputs")
+            raise TypeError(f"{name} does not support complex-valued inputs, got {typeof(a).str_short()}")
         fill = np.asarray(fill_sign * np.inf, typeof(a).dtype)[()]
         idx = base(where(isnan(a), fill, a), axis, keepdims=keepdims)
         all_nan = _all(isnan(a), axis, keepdims=keepdims)

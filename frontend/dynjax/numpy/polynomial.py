@@ -86,14 +86,14 @@ def polyder(p, m=1):
     m = int(m)
     if m < 0:
         raise ValueError("polyder: the order of the derivative m must be non-negative")
+    from .ufuncs import multiply
     p = _coeffs(p, "polyder")
-    if not is_inexact_dtype(typeof(p).dtype) and typeof(p).dtype != np.dtype(np.int64):
-        p = p.astype(np.int64) if hasattr(p, "astype") else p
     for _ in range(m):
         n = typeof(p).shape[0]
         k = _max(_sub(n, 1), 0)
-        powers = arange(k, 0, -1, dtype=typeof(p).dtype)
-        p = getitem(p, slice(0, k)) * powers
+        # int64 powers, promoted with p as JAX does (uint64 coefficients become float64)
+        powers = arange(k, 0, -1, dtype=typeof(p).dtype if is_inexact_dtype(typeof(p).dtype) else np.int64)
+        p = multiply(getitem(p, slice(0, k)), powers)
     return p
 
 
@@ -170,9 +170,9 @@ def poly(seq_of_zeros):
     from .creation import arange
     tail = lax.ne(arange(length, dtype=np.int64), np.int64(0))
 
-    def step(i, c):
-        shifted = lax.select(tail, roll(c, 1), zeros(length, dtype))
-        return c - getitem(z, i) * shifted
+    def step(i, c):   # c[1:] -= z[i] * c[:-1]; c[0] stays 1 (even for an infinite root)
+        shifted = lax.select(tail, getitem(z, i) * roll(c, 1), zeros(length, dtype))
+        return c - shifted
     return _fori(n, step, c)
 
 

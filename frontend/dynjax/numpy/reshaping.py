@@ -181,6 +181,8 @@ def ediff1d(ary, to_end=None, to_begin=None):
     from .shape_ops import concatenate, diff, ravel
     a = ravel(_arr(ary))
     dt = typeof(a).dtype
+    if dt == np.bool_:
+        raise TypeError("ediff1d: boolean subtract is not supported for bool input (as in numpy)")
     parts = [diff(a)]
 
     def flat(v):

@@ -294,7 +294,8 @@ def unique(ar, return_index=False, return_inverse=False, return_counts=False, ax
     prev = roll(s, 1)
     first = lax.eq(ids, np.int64(0))
     new = lax.bitwise_or(first, lax.ne(s, prev))
-    if equal_nan and np.issubdtype(typeof(s).dtype, np.inexact):
+    from ..core.avals import is_inexact_dtype
+    if equal_nan and is_inexact_dtype(typeof(s).dtype):   # bfloat16 too
         new = lax.bitwise_and(new, lax.bitwise_not(lax.bitwise_and(
             lax.bitwise_not(first), lax.bitwise_and(isnan(s), isnan(prev)))))
     count = count_true(new)

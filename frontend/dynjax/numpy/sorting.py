@@ -133,5 +133,7 @@ def sort_complex(a):
     dt = typeof(out).dtype
     if is_complex_dtype(dt):
         return out
-    target = complex_dtype(dt) if dt in (np.dtype(np.float32), np.dtype(np.float16)) else np.dtype(np.complex128)
+    small = dt.kind in "iu" and dt.itemsize <= 2 or dt.kind in "fV" and dt.itemsize <= 4
+    target = complex_dtype(dt) if dt.kind in "fV" and small else (
+        np.dtype(np.complex64) if small else np.dtype(np.complex128))
     return lax.convert_element_type(out, target)
