@@ -612,6 +612,23 @@ def _cumulative(draw, prim):
                      dyn=None if static else DYN, variant=f"static{n}" if static else "")
 
 
+@cases("reduce_window")
+def _reduce_window(draw, prim):
+    from dynjax.lax.reduce_window import bind_reduce_window
+    kind = draw(st.sampled_from(["sum", "prod", "max", "min"]))
+    ok = accepted(prim, shape=(1,), kind=kind, window_dimensions=(1,), window_strides=(1,), padding=((0, 0),),
+                  base_dilation=(1,), window_dilation=(1,), out_shape=(1,))
+    dt = _dtype(draw, [d for d in ok if not (kind == "prod" and d in COMPLEX)])
+    window, strides, pads, base, wdil = draw(st.sampled_from([
+        ((2,), (1,), ((0, 0),), (1,), (1,)), ((3,), (2,), ((1, 1),), (1,), (1,)),
+        ((2,), (1,), ((1, 2),), (2,), (2,))]))
+    n = _size(draw)
+    kind_data = {"sum": "exact", "prod": "pow2"}.get(kind, "any")
+    fn = lambda x: bind_reduce_window(x, kind, window, strides, pads, base, wdil)  # noqa: E731
+    return fn_case("reduce_window", f"{kind}{window}{strides}{pads}{base}{wdil}", lambda: fn,
+                   lambda: [_array(draw, dt, (n,), kind_data)])
+
+
 @cases("sort")
 def _sort(draw, prim):
     nops = draw(st.integers(1, 3))

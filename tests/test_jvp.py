@@ -231,6 +231,18 @@ CASES += [
         lambda p, q: (lax.mul(p[0], q[0]), lax.add(lax.mul(p[1], q[0]), q[1])), (a, b)), lambda n: [(n,), (n,)]),
 ]
 
+# windowed reductions (dynjax.lax.reduce_window): sums (linear), extrema and products over
+# strided, padded and dilated windows of a dynamic axis
+CASES += [
+    Case("reduce_window_sum_max", lambda x: (lax.reduce_window(x, 0.0, lax.add, (2, 2), (1, 1), "SAME"),
+                                             lax.reduce_window(x, -np.inf, lax.max, (3, 1), (2, 1), "SAME")),
+         lambda n: [(n, 3)], valid=lambda x: distinct(x.ravel(), 0)),
+    Case("reduce_window_min_prod_dilated", lambda x: (
+        lax.reduce_window(x, np.inf, lax.min, (2, 2), (1, 2), ((1, 0), (0, 1)), (2, 1), (1, 2)),
+        lax.reduce_window(x, 1.0, lax.mul, (2, 1), (1, 1), "VALID")),
+         lambda n: [(n, 3)], valid=lambda x: distinct(x.ravel(), 0)),
+]
+
 CASE_IDS = [case.name for case in CASES]
 
 

@@ -276,3 +276,178 @@ def test_extrema_in_padded_executables(monkeypatch):
         np.testing.assert_array_equal(mn, np.minimum.accumulate(x[::-1])[::-1])
         np.testing.assert_array_equal(mi, np.maximum.accumulate(i[::-1])[::-1])
     assert f.cache_info()["padded_runs"] == 4
+
+
+def test_cumlogsumexp_ties_jacobian():
+    x = np.zeros(4)
+    for rev in (False, True):
+        close(dynjax.jacobian(lambda v: lax.cumlogsumexp(v, reverse=rev))(x),
+              np.asarray(jax.jacobian(lambda v: jax.lax.cumlogsumexp(v, reverse=rev))(x)))
+
+
+# ----------------------------------------------------------------------------------------------
+# reduce_window and reduce
+# ----------------------------------------------------------------------------------------------
+MONOIDS = {"sum": (lax.add, jax.lax.add, 0.0), "prod": (lax.mul, jax.lax.mul, 1.0),
+           "max": (lax.max, jax.lax.max, -np.inf), "min": (lax.min, jax.lax.min, np.inf)}
+CONFIGS = [((2, 2), (1, 1), "VALID", None, None), ((3, 2), (2, 1), "SAME", None, None),
+           ((2, 3), (2, 2), "SAME_LOWER", None, None),
+           ((2, 2), (1, 2), ((1, 0), (0, 2)), (2, 1), (1, 2)), ((3, 1), (1, 1), ((-1, 2), (1, 1)), None, (2, 1))]
+
+
+@pytest.mark.parametrize("kind", list(MONOIDS))
+def test_reduce_window_against_jax_eager_and_compiled(kind):
+    ours, theirs, init = MONOIDS[kind]
+    x = ties(5, 6) + (0.5 if kind == "prod" else 0.0)
+
+    def run(lib_rw, op, v):
+        return [lib_rw(v, init, op, *cfg) for cfg in CONFIGS]
+    want = [np.asarray(w) for w in run(jax.lax.reduce_window, theirs, x)]
+    compiled = dynjax.qjit(lambda v: run(lax.reduce_window, ours, v))
+    for got_e, got_c, w in zip(run(lax.reduce_window, ours, x), compiled(x), want):
+        close(got_e, w)
+        close(got_c, w)
+    # a non-identity init is combined once per window (padding and holes do not count)
+    for init2 in (2.0, -1.5):
+        for cfg in CONFIGS[:4]:
+            close(lax.reduce_window(x, init2, ours, *cfg), np.asarray(jax.lax.reduce_window(x, init2, theirs, *cfg)))
+    # integers
+    xi = RNG.integers(-4, 5, (4, 5)).astype(np.int32)
+    for cfg in CONFIGS[:3]:
+        ident = {"sum": 0, "prod": 1, "max": np.iinfo(np.int32).min, "min": np.iinfo(np.int32).max}[kind]
+        want_i = np.asarray(jax.lax.reduce_window(xi, np.int32(ident), theirs, *cfg))
+        close(lax.reduce_window(xi, np.int32(ident), ours, *cfg), want_i)
+        close(dynjax.qjit(lambda v: lax.reduce_window(v, np.int32(ident), ours, *cfg))(xi), want_i)
+
+
+def _reference(kind, x, window, strides, pads, base, wdil):
+    """reduce_window by loops over windows (padding and holes skipped), for dynamic shapes."""
+    ident = {"sum": 0.0, "prod": 1.0, "max": -np.inf, "min": np.inf}[kind]
+    fn = {"sum": np.add, "prod": np.multiply, "max": np.maximum, "min": np.minimum}[kind]
+    n = x.shape[0]
+    dil = (n - 1) * base + 1 if n else 0
+    padded = dil + pads[0] + pads[1]
+    span = (window - 1) * wdil + 1
+    m = max(padded - span + strides, 0) // strides
+    out = np.full((m,) + x.shape[1:], ident)
+    for i in range(m):
+        for k in range(window):
+            p = i * strides + k * wdil - pads[0]    # a position in the dilated operand
+            if 0 <= p < dil and p % base == 0:
+                out[i] = fn(out[i], x[p // base])
+    return out
+
+
+@pytest.mark.parametrize("kind", list(MONOIDS))
+def test_reduce_window_dynamic_sizes_one_trace(kind):
+    ours, _, init = MONOIDS[kind]
+    cfgs = [(3, 1, (0, 0), 1, 1), (2, 2, (1, 2), 2, 2), (3, 2, (2, -1), 1, 1)]
+    f = dynjax.qjit(lambda x: [lax.reduce_window(x, init, ours, (w, 1), (s, 1), (p, (0, 0)), (b, 1), (d, 1))
+                               for w, s, p, b, d in cfgs], abstracted_axes=({0: "n"},))
+    same = dynjax.qjit(lambda x: lax.reduce_window(x, init, ours, (3, 2), (2, 1), "SAME"), abstracted_axes=({0: "n"},))
+    for n in (0, 1, 2, 7):
+        x = RNG.standard_normal((n, 2))
+        for got, (w, s, p, b, d) in zip(f(x), cfgs):
+            close(got, _reference(kind, x, w, s, p, b, d), 1e-12, 1e-12)
+            close(lax.reduce_window(x, init, ours, (w, 1), (s, 1), (p, (0, 0)), (b, 1), (d, 1)),
+                  _reference(kind, x, w, s, p, b, d), 1e-12, 1e-12)
+        close(same(x), np.asarray(jax.lax.reduce_window(x, init, MONOIDS[kind][1], (3, 2), (2, 1), "SAME")))
+    assert f.cache_info()["traces"] == 1 and same.cache_info()["traces"] == 1
+
+
+def _pools(lib, l):
+    """MaxPool, AvgPool (SAME, divided by the window counts) and SumPool, stax style, NHWC."""
+    def f(x):
+        mx = l.reduce_window(x, -np.inf, l.max, (1, 3, 3, 1), (1, 2, 2, 1), "SAME")
+        ones = lib.ones(x.shape[1:3] + (1,))
+        counts = l.reduce_window(ones, 0.0, l.add, (2, 2, 1), (1, 1, 1), "SAME")
+        avg = l.reduce_window(x, 0.0, l.add, (1, 2, 2, 1), (1, 1, 1, 1), "SAME") / counts
+        sm = l.reduce_window(x, 0.0, l.add, (1, 2, 2, 1), (1, 2, 2, 1), "VALID")
+        return lib.sum(mx ** 2) + lib.sum(avg * lib.tanh(avg)) + lib.sum(sm ** 3)
+    return f
+
+
+def test_pooling_grad_against_jax_dynamic_spatial_sizes():
+    g = dynjax.qjit(dynjax.grad(_pools(jnp, lax)), abstracted_axes=({1: "h", 2: "w"},))
+    for h, w in ((5, 6), (1, 1), (2, 3), (0, 4)):
+        x = ties(2, h, w, 2)
+        close(g(x), np.asarray(jax.grad(_pools(jjnp, jax.lax))(x)), 1e-10, 1e-10)
+    assert g.cache_info()["traces"] == 1
+    x = ties(2, 4, 5, 2)
+    close(dynjax.grad(_pools(jnp, lax))(x), np.asarray(jax.grad(_pools(jjnp, jax.lax))(x)), 1e-10, 1e-10)
+
+
+def test_reduce_window_grad_where_jax_has_none_against_finite_differences():
+    """Max with window dilation and products: jax.grad refuses them; central differences."""
+    x = RNG.standard_normal((6, 5))
+    fns = [lambda v: lax.reduce_window(v, -np.inf, lax.max, (2, 2), (1, 1), ((1, 0), (0, 1)), (1, 2), (2, 1)),
+           lambda v: lax.reduce_window(v, 1.0, lax.mul, (2, 3), (2, 1), "SAME")]
+    for fn in fns:
+        W = RNG.standard_normal(np.shape(fn(x)))
+        loss = lambda v: jnp.sum(fn(v) * W)  # noqa: E731
+        g = dynjax.grad(loss)(x)
+        gc = dynjax.qjit(dynjax.grad(loss))(x)
+        fd = np.zeros_like(x)
+        for idx in np.ndindex(*x.shape):
+            e = np.zeros_like(x)
+            e[idx] = 1e-6
+            fd[idx] = (loss(x + e) - loss(x - e)) / 2e-6
+        close(g, fd, 1e-5, 1e-6)
+        close(gc, g, 1e-12, 1e-12)
+
+
+def test_reduce_window_vmap_and_jvp():
+    X = RNG.standard_normal((3, 4, 5))
+    for axis in (0, 1, 2):
+        got = dynjax.vmap(lambda v: lax.reduce_window(v, -np.inf, lax.max, (2, 2), (1, 2), "SAME"), in_axes=axis)(X)
+        want = jax.vmap(lambda v: jax.lax.reduce_window(v, -np.inf, jax.lax.max, (2, 2), (1, 2), "SAME"),
+                        in_axes=axis)(X)
+        close(got, np.asarray(want))
+    t = RNG.standard_normal(X.shape)
+    f = lambda lib_l: (lambda v: lib_l.reduce_window(v, 0.0, lib_l.add, (2, 1, 3), (1, 1, 2), "SAME"))  # noqa: E731
+    p, tan = dynjax.jvp(f(lax), (X,), (t,))
+    jp, jtan = jax.jvp(f(jax.lax), (X,), (t,))
+    close(p, np.asarray(jp))
+    close(tan, np.asarray(jtan))
+    q = dynjax.qjit(dynjax.vmap(lambda v: lax.reduce_window(v, 0.0, lax.add, (2,), (1,), "SAME")),
+                    abstracted_axes=({1: "n"},))
+    for n in (0, 1, 5):
+        close(q(X[0, :, :n]), np.asarray(jax.vmap(lambda v: jax.lax.reduce_window(
+            v, 0.0, jax.lax.add, (2,), (1,), "SAME"))(X[0, :, :n])))
+
+
+def test_reduce_against_jax():
+    x = RNG.standard_normal((3, 4, 5))
+    for kind, (ours, theirs, init) in MONOIDS.items():
+        for dims in ((0,), (1, 2), (0, 1, 2)):
+            for init2 in (init, 0.5):
+                close(lax.reduce(x, init2, ours, dims), np.asarray(jax.lax.reduce(x, init2, theirs, dims)))
+    close(lax.reduce(x, 0.0, jnp.add, (1,)), x.sum(1))
+    close(lax.reduce(x, -np.inf, jnp.maximum, (2,)), x.max(2))
+    f = dynjax.qjit(lambda v: lax.reduce(v, 0.0, lax.add, (0,)), abstracted_axes=({0: "n"},))
+    for n in (0, 3):
+        close(f(x[:n]), x[:n].sum(0))
+
+
+def test_reduce_window_errors_and_cost():
+    x = np.ones((4, 4))
+    with pytest.raises(NotImplementedError, match="lax.add, lax.mul, lax.max and lax.min"):
+        lax.reduce_window(x, 0.0, lambda a, b: a + 2 * b, (2, 2), (1, 1), "VALID")
+    with pytest.raises(NotImplementedError, match="lax.add"):
+        lax.reduce(x, 0.0, lambda a, b: a - b, (0,))
+    with pytest.raises(NotImplementedError, match="single operand"):
+        lax.reduce_window((x, x), (0.0, 0.0), lax.add, (2, 2), (1, 1), "VALID")
+    with pytest.raises(TypeError, match="window_dimensions"):
+        lax.reduce_window(x, 0.0, lax.add, (2,), (1, 1), "VALID")
+    with pytest.raises(ValueError, match="window_strides"):
+        lax.reduce_window(x, 0.0, lax.add, (2, 2), (0, 1), "VALID")
+    with pytest.raises(ValueError, match="padding"):
+        lax.reduce_window(x, 0.0, lax.add, (2, 2), (1, 1), ((1, 1),))
+    with pytest.raises(ValueError, match="negative padding"):
+        lax.reduce_window(x, 0.0, lax.add, (1, 1), (1, 1), ((-3, -2), (0, 0)))
+    with pytest.raises(RuntimeError, match="padding"):
+        lax.reduce_window(x, 0.0, lax.add, (2, 2), (1, 1), "FULL")
+    cost = dynjax.qjit(lambda v: lax.reduce_window(v, 0.0, lax.add, (3,), (1,), "VALID"),
+                       abstracted_axes=({0: "n"},)).cost(np.ones(5))
+    # 3 additions per result (the rest is the scalar size arithmetic)
+    assert cost.at(n=10)["flops"] - cost.at(n=9)["flops"] == 3

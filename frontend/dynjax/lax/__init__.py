@@ -36,3 +36,4 @@ from .slicing import (GatherDimensionNumbers, GatherScatterMode, ScatterDimensio
                       scatter_mul, scatter_sub)
 from .primitive_names import *  # noqa: E402,F401,F403
 from . import prng  # noqa: E402,F401  (the threefry2x32 primitive)
+from .reduce_window import reduce, reduce_window  # noqa: E402,F401  (monoid computations)

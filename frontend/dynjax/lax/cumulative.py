@@ -203,15 +203,16 @@ def _brent_kung(fn, tree, leaves, axes, n):
 # cumlogsumexp
 # ----------------------------------------------------------------------------------------------
 def _logaddexp(a, b):
-    """log(exp(a) + exp(b)), stable; equal infinities give themselves (their difference is a
-    NaN, replaced before it reaches a derivative)."""
+    """log(exp(a) + exp(b)) = max + log1p(exp(min - max)), stable. ``min - max`` is written with
+    ``min`` / ``max`` (whose derivatives split ties evenly) rather than ``-|a - b|``, so that the
+    derivative at a tie is 1/2 for each operand; equal infinities (a NaN difference) give
+    ``a + b``, the NaN replaced before it reaches a derivative."""
     top = lax.max(a, b)
-    delta = lax.sub(a, b)
-    same_inf = lax.ne(delta, delta)
+    diff = lax.sub(lax.min(a, b), top)
+    bad = lax.ne(diff, diff)
     zero = lax.broadcast_in_dim(np.zeros((), typeof(a).dtype), typeof(a).shape, ())
-    safe = lax.select(same_inf, zero, delta)
-    smooth = lax.add(top, lax.log1p(lax.exp(lax.neg(lax.abs(safe)))))
-    return lax.select(same_inf, lax.add(a, b), smooth)
+    smooth = lax.add(top, lax.log1p(lax.exp(lax.select(bad, zero, diff))))
+    return lax.select(bad, lax.add(a, b), smooth)
 
 
 def cumlogsumexp(operand, axis: int = 0, reverse: bool = False):

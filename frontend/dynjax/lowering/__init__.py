@@ -26,3 +26,4 @@ from . import cumulative as _cumulative_lowering  # noqa: E402,F401  (cummax / c
 from . import fft as _fft_lowering  # noqa: E402,F401  (registers the stablehlo.fft lowering)
 from . import bits  # noqa: F401  (registers the lowerings of dynjax.lax.bits)
 from . import prng  # noqa: F401  (registers the threefry2x32 lowering)
+from . import reduce_window as _reduce_window_lowering  # noqa: E402,F401  (stablehlo.reduce_window)
