@@ -28,24 +28,14 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .core.avals import aval_of_value, canonical_dtype
+from .core.avals import canonical_dtype
 from .core.errors import api_boundary
 from .core.pytree import tree_flatten, tree_unflatten
-from .core.trace import Tracer
+from .core.trace import is_array_value
 from .lax.api import split_shape
 from .lax.callbacks import VMAP_METHODS, pure_callback_p
 
 __all__ = ["pure_callback"]
-
-
-def _is_array_value(x) -> bool:
-    if isinstance(x, Tracer):
-        return True
-    try:
-        aval_of_value(x)
-    except TypeError:
-        return False
-    return True
 
 
 def _result_spec(spec, i: int):
@@ -79,7 +69,7 @@ def pure_callback(callback: Callable, result_shape_dtypes: Any, *args, sharding=
     specs = [_result_spec(s, i) for i, s in enumerate(spec_leaves)]
     leaves, in_tree = tree_flatten((args, kwargs))
     # array values are operands; anything else (a str, a function) reaches the callback as is
-    dynamic = [_is_array_value(x) for x in leaves]
+    dynamic = [is_array_value(x) for x in leaves]
     static = [None if d else x for x, d in zip(leaves, dynamic)]
     name = getattr(callback, "__name__", "callback")
 

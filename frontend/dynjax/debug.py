@@ -13,8 +13,7 @@ from __future__ import annotations
 import threading
 from typing import Callable
 
-from .core.avals import aval_of_value
-from .core.trace import Tracer
+from .core.trace import is_array_value
 from .core.pytree import tree_flatten, tree_unflatten
 from .lax.effects import debug_callback_p
 
@@ -26,16 +25,6 @@ _builtin_print = print
 _print_lock = threading.Lock()
 
 
-def _is_array_value(x) -> bool:
-    if isinstance(x, Tracer):
-        return True
-    try:
-        aval_of_value(x)
-    except TypeError:
-        return False
-    return True
-
-
 def callback(fn: Callable, *args, **kwargs) -> None:
     """Call ``fn(*args, **kwargs)`` with the run-time (numpy) values of the arguments, which
     may be pytrees of arrays. The result of ``fn`` is discarded."""
@@ -45,7 +34,7 @@ def callback(fn: Callable, *args, **kwargs) -> None:
     # Array values (tracers, numpy arrays and scalars of a supported dtype, Python numbers)
     # are operands; anything else (a str, a dtype, an object) is passed through unchanged,
     # so eager and compiled calls see the same arguments.
-    dynamic = [_is_array_value(x) for x in leaves]
+    dynamic = [is_array_value(x) for x in leaves]
     static = [None if d else x for x, d in zip(leaves, dynamic)]
 
     def run(*values):
@@ -72,7 +61,7 @@ def print(fmt, *args, **kwargs) -> None:   # noqa: A001 (the name users expect)
                             f"several values (got {len(args)} more positional and {sorted(kwargs)} keyword)")
         leaves, tree = tree_flatten(fmt)
         for leaf in leaves:
-            if not _is_array_value(leaf):
+            if not is_array_value(leaf):
                 raise TypeError("debug.print: the first argument must be a format string or an array "
                                 f"(or a pytree of arrays), got {type(leaf).__name__}")
 

@@ -364,6 +364,18 @@ def is_concrete(x) -> bool:
     return not isinstance(x, Tracer)
 
 
+def is_array_value(x) -> bool:
+    """Whether ``x`` is a value dynjax computes with (a tracer, an array or a scalar), as
+    opposed to a Python object passed along unchanged (a string, None, a dtype)."""
+    if isinstance(x, Tracer):
+        return True
+    try:
+        _avals.aval_of_value(x)
+    except TypeError:
+        return False
+    return True
+
+
 def typeof(x):
     """The abstract value of a tracer or concrete value."""
     if isinstance(x, Tracer):
