@@ -570,3 +570,93 @@ def test_histograms():
     Hn, edges_n = np.histogramdd(s, (2, 3, 4), density=True)
     same([H] + edges, [Hn] + edges_n, rtol=1e-12)
     both(lambda s: jnp.histogramdd(s, 3), lambda s: _jax_counts(np.histogramdd(s, 3), {}), [(s,), (s[:2],)], D)
+
+
+# --- pad with traced widths and every mode -------------------------------------------------------------
+@pytest.mark.parametrize("mode", ["constant", "edge", "wrap", "reflect", "symmetric"])
+def test_pad_modes_and_traced_widths(mode):
+    x = np.arange(12.0).reshape(3, 4)
+    for pw in (1, (1, 2), ((0, 2), (3, 1)), ((5, 6), (0, 0))):
+        both(lambda x: jnp.pad(x, pw, mode=mode), lambda x: np.pad(x, pw, mode=mode), [(x,), (x[:1],)], D)
+    f = dynjax.qjit(lambda x, a, b: jnp.pad(x, ((a, b), (b, 0)), mode=mode), abstracted_axes={0: "n"})
+    for a, b in [(0, 0), (2, 1), (4, 3)]:
+        for xx in (x, x[:1]):
+            same(f(xx, a, b), np.pad(xx, ((a, b), (b, 0)), mode=mode), msg=f"{mode} {a} {b}")
+    assert f.cache_info()["traces"] == 1
+    g = dynjax.grad(lambda v: (jnp.pad(v, (1, 2), mode=mode) ** 2).sum())(np.arange(4.0))
+    np.testing.assert_allclose(g, jax.grad(lambda v: (jjnp.pad(v, (1, 2), mode=mode) ** 2).sum())(np.arange(4.0)))
+
+
+def test_pad_constant_values_and_errors():
+    x = np.arange(12.0).reshape(3, 4)
+    same(jnp.pad(x, 1, constant_values=((1, 2), (3, 4))), np.pad(x, 1, constant_values=((1, 2), (3, 4))))
+    both(lambda x, a: jnp.pad(x, a, constant_values=-1.0), lambda x, a: np.pad(x, a, constant_values=-1.0),
+         [(x, 2), (x, 0)])
+    with pytest.raises(ValueError, match="non-negative"):
+        jnp.pad(x, -1)
+    with pytest.raises(ValueError, match="empty axis"):
+        jnp.pad(np.zeros(0), 1, mode="edge")
+    with pytest.raises(NotImplementedError, match="linear_ramp"):
+        jnp.pad(x, 1, mode="linear_ramp")
+
+
+# --- methods of traced values ---------------------------------------------------------------------------
+def test_tracer_methods():
+    x = np.array([[3.0, 1.0, 2.0], [0.5, -1.0, 4.0]])
+
+    def f(x):
+        return (x.std(), x.var(axis=0), x.cumsum(), x.cumprod(axis=1), x.clip(0, 2), x.round(), x.argsort(),
+                x.trace(), x.dot(x.T), x[0].searchsorted(2.5), x.repeat(2), x[None].squeeze(), x.swapaxes(0, 1),
+                x.diagonal(), x.conj(), x.real, x.imag, x.T, x.mT, x.astype(np.float32), x.any(), x.all(axis=1),
+                x.take(np.array([0, 4])), x.argpartition(1)[:, 1], divmod(x, 2.0)[0], x.nbytes, x.itemsize,
+                x.copy(), x.compress(np.array([True, False, True]), axis=1))
+    same(dynjax.qjit(f)(x), f(x))
+    same(dynjax.qjit(lambda x: (x.sort(axis=0), x.ptp(), round(x), x.partition(1)[:, 1], x.nonzero(size=3)[0]))(x),
+         (np.sort(x, axis=0), np.ptp(x), np.round(x), np.sort(x)[:, 1], np.array([0, 0, 0])))
+
+
+def test_tracer_method_errors():
+    seen = {}
+
+    def g(x):
+        for name, fn in (("item", lambda: x.item()), ("tolist", lambda: x.tolist()), ("unique", lambda: x.unique()),
+                         ("fill", lambda: x.fill(2)), ("foo", lambda: x.foo)):
+            with pytest.raises(Exception) as e:
+                fn()
+            seen[name] = e.value
+        return x
+    dynjax.make_jaxpr(g)(np.ones(3))
+    from dynjax.core.trace import ConcretizationError
+    assert isinstance(seen["item"], ConcretizationError) and "traced" in str(seen["item"])
+    assert "traced" in str(seen["tolist"])
+    assert isinstance(seen["unique"], AttributeError) and "jnp.unique" in str(seen["unique"])
+    assert isinstance(seen["fill"], AttributeError) and "full_like" in str(seen["fill"])
+    assert isinstance(seen["foo"], AttributeError)
+
+
+# --- dtype objects ------------------------------------------------------------------------------------------
+def test_scalar_types_and_predicates():
+    for name in ("float32", "int8", "uint16", "complex64", "bool_", "float16", "bfloat16", "double", "single",
+                 "int_", "cdouble", "csingle"):
+        t, jt = getattr(jnp, name), getattr(jjnp, name)
+        same(t(3), np.asarray(jt(3)), msg=name)
+        assert np.dtype(t) == np.dtype(jt) and t == np.dtype(jt).type
+    same(dynjax.qjit(lambda v: jnp.float32(v) * 2)(np.arange(3)), np.arange(3, dtype=np.float32) * 2)
+    assert np.zeros(2, jnp.float32).dtype == np.float32 and jnp.finfo(jnp.float32).eps == np.finfo(np.float32).eps
+    for a, b in [(jnp.float32, jnp.floating), (jnp.bfloat16, jnp.inexact), (jnp.int8, jnp.floating),
+                 (jnp.uint8, jnp.signedinteger), (jnp.complex64, jnp.number), (float, jnp.floating), ("i4", jnp.integer),
+                 (jnp.bool_, jnp.integer), (np.float64, jnp.float64)]:
+        assert jnp.issubdtype(a, b) == jjnp.issubdtype(a if not isinstance(a, type) or a in (float,)
+                                                         else getattr(jjnp, a.__name__, a), b), (a, b)
+    for d in (jnp.float32, jnp.int8, jnp.uint8, jnp.bool_, jnp.complex64, jnp.bfloat16):
+        for kind in ("bool", "signed integer", "unsigned integer", "integral", "real floating", "complex floating",
+                     "numeric", ("integral", "bool"), jnp.float32):
+            assert jnp.isdtype(d, kind) == jjnp.isdtype(np.dtype(d), kind if kind is not jnp.float32 else jjnp.float32)
+    for a, b in [(jnp.int32, jnp.float32), (jnp.int8, jnp.int16), (jnp.float64, jnp.float32)]:
+        assert jnp.can_cast(a, b) == jjnp.can_cast(np.dtype(a), np.dtype(b))
+    assert jnp.isscalar(3) and jnp.isscalar(np.array(1.0)) and not jnp.isscalar(np.ones(2))
+    assert jnp.iterable([1]) and not jnp.iterable(3)
+    assert jnp.dtype("float32") == np.float32 and isinstance(np.dtype("f4"), jnp.dtype)
+    assert jnp.euler_gamma == jjnp.euler_gamma
+    with pytest.raises(ValueError, match="unrecognized kind"):
+        jnp.isdtype(jnp.float32, "floats")

@@ -78,3 +78,5 @@ from .dtypes import (bfloat16, bool_, can_cast, cdouble, character, complex64, c
                      number, object_, signedinteger, single, uint, uint8, uint16, uint32, uint64,
                      unsignedinteger)
 from .dtypes import bool_ as bool  # noqa: F401,E402
+from . import array_methods  # noqa: F401,E402  (ndarray methods of traced values: x.std(), x.sort(), x.mT, ...)
+from .padding import pad  # noqa: F401,E402  (every mode, traced widths: replaces shape_ops.pad)
