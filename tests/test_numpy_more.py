@@ -660,3 +660,49 @@ def test_scalar_types_and_predicates():
     assert jnp.euler_gamma == jjnp.euler_gamma
     with pytest.raises(ValueError, match="unrecognized kind"):
         jnp.isdtype(jnp.float32, "floats")
+
+
+# --- jnp.linalg: the array API aliases and the SVD-based functions ----------------------------------------
+def test_linalg_matrix_power_multi_dot():
+    S, B = RNG.normal(size=(3, 3)), RNG.normal(size=(2, 3, 3))
+    for n in (0, 1, 2, 5, -3):
+        same(jnp.linalg.matrix_power(S, n), np.linalg.matrix_power(S, n), rtol=1e-10)
+        same(jnp.linalg.matrix_power(B, n), np.linalg.matrix_power(B, n), rtol=1e-10)
+    both(lambda s: jnp.linalg.matrix_power(s, 3), lambda s: np.linalg.matrix_power(s, 3),
+         [(S,), (S[:1, :1],), (S[:0, :0],)], ({0: "n", 1: "n"},), rtol=1e-12)
+    v, A = RNG.normal(size=3), RNG.normal(size=(4, 3))
+    same(jnp.linalg.multi_dot([v, S, S, A.T]), np.linalg.multi_dot([v, S, S, A.T]), rtol=1e-12)
+
+
+def test_linalg_pinv_rank_lstsq_cond():
+    A, S, B = RNG.normal(size=(4, 3)), RNG.normal(size=(3, 3)), RNG.normal(size=(2, 3, 3))
+    for M in (A, A.T, S, B, np.zeros((3, 2)), np.diag([1.0, 1e-20, 2.0])):
+        same(jnp.linalg.pinv(M), np.linalg.pinv(M), rtol=1e-10, atol=1e-12)
+        same(jnp.linalg.matrix_rank(M), np.linalg.matrix_rank(M))
+    both(jnp.linalg.pinv, np.linalg.pinv, [(A,), (A[:2],), (A[:1, :1],)], ({0: "m", 1: "n"},), rtol=1e-10, atol=1e-12)
+    both(jnp.linalg.matrix_rank, np.linalg.matrix_rank, [(A,), (A[:2],)], ({0: "m", 1: "n"},))
+    np.testing.assert_allclose(dynjax.grad(lambda m: jnp.linalg.pinv(m).sum())(A),
+                               jax.grad(lambda m: jjnp.linalg.pinv(m).sum())(A), rtol=1e-8)
+    for b in (RNG.normal(size=4), RNG.normal(size=(4, 2))):
+        want = [np.asarray(w) for w in jjnp.linalg.lstsq(A, b)]
+        both(jnp.linalg.lstsq, lambda a, b: want, [(A, b)], (D, D), rtol=1e-10, atol=1e-12)
+    for p in (None, 2, -2, 1, np.inf, "fro"):
+        same(jnp.linalg.cond(S, p), np.linalg.cond(S, p), rtol=1e-10)
+
+
+def test_linalg_aliases_and_tensors():
+    A, S, B, v = RNG.normal(size=(4, 3)), RNG.normal(size=(3, 3)), RNG.normal(size=(2, 3, 3)), RNG.normal(size=3)
+    L, NL = jnp.linalg, np.linalg
+    same(L.cross(A[:, :3], A[::-1]), NL.cross(A[:, :3], A[::-1]), rtol=1e-12)
+    same(L.diagonal(B, offset=1), NL.diagonal(B, offset=1))
+    same(L.trace(B, offset=-1), NL.trace(B, offset=-1), rtol=1e-12)
+    same(L.outer(v, v), NL.outer(v, v))
+    same(L.vecdot(A, A), NL.vecdot(A, A), rtol=1e-12)
+    same(L.matmul(A, S), NL.matmul(A, S), rtol=1e-12)
+    same(L.matrix_transpose(B), NL.matrix_transpose(B))
+    same(L.tensordot(B, S, axes=2), NL.tensordot(B, S, axes=2), rtol=1e-12)
+    T = RNG.normal(size=(4, 6, 8, 3))
+    same(L.tensorinv(T, 2), NL.tensorinv(T, 2), rtol=1e-9, atol=1e-12)
+    Ts, bs, Ta = RNG.normal(size=(2, 3, 6)), RNG.normal(size=(2, 3)), RNG.normal(size=(6, 2, 3))
+    same(L.tensorsolve(Ts, bs), NL.tensorsolve(Ts, bs), rtol=1e-9)
+    same(L.tensorsolve(Ta, bs, axes=(0,)), NL.tensorsolve(Ta, bs, axes=(0,)), rtol=1e-9)

@@ -356,3 +356,8 @@ def _vector_norm_multi(x, ord, axis, keepdims):
 def matrix_norm(x, keepdims=False, ord="fro"):
     """numpy.linalg.matrix_norm: the ``ord`` matrix norm of the last two axes."""
     return norm(x, ord=ord, axis=(-2, -1), keepdims=keepdims)
+
+
+from .linalg_more import (cond, cross, diagonal, lstsq, matmul, matrix_power, matrix_rank,  # noqa: F401,E402
+                          matrix_transpose, multi_dot, outer, pinv, tensordot, tensorinv, tensorsolve, trace,
+                          vecdot)
