@@ -299,7 +299,7 @@ CALLS = {
         "isnan", "isinf", "log2", "log10", "exp2", "deg2rad", "rad2deg", "var", "std", "count_nonzero",
         "nansum", "nanmean", "nanmax", "nanmin", "atleast_1d", "atleast_2d", "atleast_3d",
         "cumprod", "nancumsum", "nancumprod", "ptp", "around", "round", "bitwise_not", "bitwise_invert",
-        "sinc", "signbit", "median", "nanmedian", "average"]},
+        "sinc", "signbit", "median", "nanmedian", "average", "cumulative_sum", "cumulative_prod"]},
     **{n: (lambda f, n=n: lambda x, y: f(x, 30 if "percentile" in n else 0.3)) for n in [
         "quantile", "nanquantile", "percentile", "nanpercentile"]},
     # explicit limits: numpy computes bfloat16 in float32, whose default limits are not bf16's
@@ -308,7 +308,7 @@ CALLS = {
         "add", "arctan2", "bitwise_and", "bitwise_or", "bitwise_xor", "divide", "dot", "equal",
         "floor_divide", "greater", "greater_equal", "inner", "less", "less_equal", "logical_and",
         "logical_or", "logical_xor", "maximum", "minimum", "mod", "multiply", "not_equal", "outer",
-        "power", "remainder", "subtract", "true_divide", "vdot", "matmul", "convolve", "kron",
+        "power", "remainder", "subtract", "true_divide", "vdot", "matmul", "convolve", "correlate", "kron",
         "fmod", "hypot", "copysign", "heaviside", "isclose", "allclose"]},
     **{n: (lambda f: lambda x, y: f(x, y % 8 if y.dtype.kind in "iu" else y)) for n in [   # counts < 8
         "left_shift", "right_shift", "bitwise_left_shift", "bitwise_right_shift"]},
@@ -475,6 +475,11 @@ def test_every_function_has_a_row():
     assert not missing, f"add a row to CALLS for {sorted(missing)}"
 
 
+# JAX's rule where numpy widens: jnp.cumulative_prod keeps an integer dtype (numpy's
+# accumulates small integers in 64 bits)
+KEEPS_INTEGER_DTYPE = {"cumulative_prod"}
+
+
 def _widened(got, want, dt):
     """JAX's rule where numpy differs: integers and bools computed as float64 by inexact
     functions (numpy picks float16 for 8-bit, float32 for 16-bit)."""
@@ -519,6 +524,8 @@ def test_function_on_every_dtype_against_numpy(fname):
             want = want.astype(bool)   # numpy has no bool loop for these ufuncs (conj, square)
         if name == "bf16" and want.dtype == np.float32 and got.dtype == dt:
             want = want.astype(dt)
+        if fname in KEEPS_INTEGER_DTYPE and dt.kind in "iu" and got.dtype == dt:
+            want = want.astype(dt)   # JAX's rule: the product in the integer's own dtype
         assert got.shape == want.shape, (fname, name, got.shape, want.shape)
         assert got.dtype == want.dtype or _widened(got, want, dt) or (
             frozenset({np.dtype(want.dtype), np.dtype(got.dtype)}) and name in ("u64",)), \
