@@ -706,3 +706,47 @@ def test_linalg_aliases_and_tensors():
     Ts, bs, Ta = RNG.normal(size=(2, 3, 6)), RNG.normal(size=(2, 3)), RNG.normal(size=(6, 2, 3))
     same(L.tensorsolve(Ts, bs), NL.tensorsolve(Ts, bs), rtol=1e-9)
     same(L.tensorsolve(Ta, bs, axes=(0,)), NL.tensorsolve(Ta, bs, axes=(0,)), rtol=1e-9)
+
+
+# --- JAX's reduction keywords: where=, initial=, promote_integers, correction, out ---------------------------
+XW = np.array([[1.0, 5.0, -2.0], [3.0, np.nan, 4.0], [0.5, 2.0, 1.0]])
+MW = np.array([[True, False, True], [True, False, True], [False, False, True]])
+
+
+@pytest.mark.parametrize("name,kws", [
+    ("sum", [{"where": MW}, {"where": MW, "initial": 2.0}, {"initial": 1.0, "axis": 0}]),
+    ("prod", [{"where": MW}, {"where": MW, "initial": 2.0, "axis": 1}]),
+    ("mean", [{"where": MW}, {"where": MW, "axis": 0}, {"where": MW, "axis": 1, "keepdims": True}]),
+    ("var", [{"where": MW}, {"where": MW, "axis": 1, "ddof": 1}, {"correction": 1, "axis": 0}]),
+    ("std", [{"where": MW, "axis": 0}]),
+    ("any", [{"where": MW}, {"where": MW, "axis": 1}]),
+    ("all", [{"where": MW}, {"where": MW, "axis": 0}]),
+    ("nansum", [{"where": MW}, {"where": MW, "initial": 1.5}]),
+    ("nanmean", [{"where": MW, "axis": 1}])])
+def test_reduction_keywords(name, kws):
+    v = XW if name not in ("any", "all") else XW > 1
+    for kw in kws:
+        np_kw = {("ddof" if k == "correction" else k): val for k, val in kw.items()}
+        with np.errstate(all="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            want = getattr(np, name)(v, **np_kw)
+        rest = {k: val for k, val in kw.items() if k != "where"}
+        both(lambda v, m: getattr(jnp, name)(v, where=m, **rest) if "where" in kw else getattr(jnp, name)(v, **rest),
+             lambda v, m: want, [(v, MW)], (D, D), rtol=1e-12)
+
+
+def test_reduction_keywords_more():
+    xi = np.array([[1, 5, -2], [3, 0, 4]], np.int8)
+    same(jnp.sum(xi, promote_integers=False), jjnp.sum(xi, promote_integers=False))
+    same(jnp.sum(xi), jjnp.sum(xi))
+    same(jnp.sum(xi, where=MW[:2]), np.sum(xi, where=MW[:2]))
+    same(dynjax.qjit(lambda v: v.sum(where=v > 0))(XW[0]), np.sum(XW[0], where=XW[0] > 0))
+    np.testing.assert_allclose(dynjax.grad(lambda v: jnp.mean(v, where=MW[0]))(XW[0]),
+                               jax.grad(lambda v: jjnp.mean(v, where=MW[0]))(XW[0]))
+    same(jnp.argmax(XW[0], keepdims=True), np.argmax(XW[0], keepdims=True))
+    with pytest.raises(NotImplementedError, match="out"):
+        jnp.sum(XW, out=np.zeros(()))
+    with pytest.raises(ValueError, match="simultaneously"):
+        jnp.var(XW, ddof=1, correction=1)
+    with pytest.raises(TypeError, match="boolean"):
+        jnp.sum(XW, where=1)

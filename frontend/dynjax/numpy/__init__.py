@@ -80,3 +80,5 @@ from .dtypes import (bfloat16, bool_, can_cast, cdouble, character, complex64, c
 from .dtypes import bool_ as bool  # noqa: F401,E402
 from . import array_methods  # noqa: F401,E402  (ndarray methods of traced values: x.std(), x.sort(), x.mT, ...)
 from .padding import pad  # noqa: F401,E402  (every mode, traced widths: replaces shape_ops.pad)
+from .reduction_keywords import (all, any, argmax, argmin, cumprod, cumsum, mean, nancumprod,  # noqa: F401,E402,E501
+                                 nancumsum, nanmean, nansum, prod, std, sum, var)
