@@ -44,7 +44,6 @@ REASONS = {
         "array_repr": _IO, "array_str": _IO,
         "from_dlpack": "DLPack exchange needs device buffers; dynjax's eager values are numpy arrays "
                        "(numpy.from_dlpack)",
-        "ndarray": "there is no dynjax array class: eager values are numpy.ndarray, traced ones tracers",
         "ComplexWarning": "a numpy warning class, not part of dynjax's API",
         "einsum_path": "dynjax.numpy.einsum chooses its contraction order itself (optimize='greedy')",
         "roots": "needs the eigenvalues of a general (non-symmetric) companion matrix; dynjax has no "

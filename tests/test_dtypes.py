@@ -430,7 +430,7 @@ NOT_PER_DTYPE |= {
     "bfloat16", "bool_", "complex128", "complex64", "float16", "float32", "float64", "int8", "int16",
     "int32", "int64", "uint8", "uint16", "uint32", "uint64", "cdouble", "csingle", "double", "single", "half",
     "float_", "int_", "uint", "complex_", "character", "complexfloating", "flexible", "floating", "generic",
-    "inexact", "integer", "number", "object_", "signedinteger", "unsignedinteger", "dtype", "can_cast",
+    "inexact", "integer", "number", "object_", "signedinteger", "unsignedinteger", "dtype", "can_cast", "ndarray",
     "isdtype", "issubdtype", "isscalar", "iterable", "broadcast_shapes", "broadcast_arrays",
     "bartlett", "blackman", "hamming", "hanning", "kaiser", "geomspace", "logspace", "tri", "fromfunction",
     "diag_indices", "diag_indices_from", "tril_indices", "triu_indices", "tril_indices_from",

@@ -750,3 +750,34 @@ def test_reduction_keywords_more():
         jnp.var(XW, ddof=1, correction=1)
     with pytest.raises(TypeError, match="boolean"):
         jnp.sum(XW, where=1)
+
+
+def test_moveaxis_sequences_and_ndarray_isinstance():
+    x = np.zeros((2, 3, 4, 5))
+    for s, d in [(0, -1), ([0, 1], [1, 0]), ([0, 2], [3, 0]), ((1,), (0,)), ([-1, 0], [0, -1]), ([0, 1, 2], [2, 1, 0])]:
+        assert jnp.moveaxis(x, s, d).shape == np.moveaxis(x, s, d).shape, (s, d)
+    both(lambda v: jnp.moveaxis(v, [0, 2], [3, 0]), lambda v: np.moveaxis(v, [0, 2], [3, 0]),
+         [(np.arange(120.0).reshape(2, 3, 4, 5),)], D)
+    with pytest.raises(ValueError, match="same number"):
+        jnp.moveaxis(x, [0, 1], [0])
+    checked = []
+    dynjax.make_jaxpr(lambda v: checked.append(isinstance(v, jnp.ndarray)) or v)(np.ones(2))
+    assert checked == [True] and isinstance(np.ones(2), jnp.ndarray) and not isinstance([1.0], jnp.ndarray)
+
+
+def test_vmap_of_new_functions():
+    X = RNG.normal(size=(4, 6))
+    Y = RNG.normal(size=(4, 6))
+    cases = [(jnp.gradient, np.gradient), (jnp.unwrap, np.unwrap), (jnp.i0, np.i0),
+             (lambda v: jnp.trapezoid(v), lambda v: np.trapezoid(v)),
+             (lambda v: jnp.polyval(v, 0.7), lambda v: np.polyval(v, 0.7)),
+             (lambda v: jnp.nanvar(v), np.nanvar), (jnp.arcsinh, np.arcsinh),
+             (lambda v: jnp.pad(v, (1, 2), mode="reflect"), lambda v: np.pad(v, (1, 2), mode="reflect")),
+             (lambda v: jnp.sort(v, descending=True), lambda v: np.sort(v)[::-1]),
+             (lambda v: jnp.kaiser(6, 2.0) * v, lambda v: np.kaiser(6, 2.0) * v)]
+    for f, nf in cases:
+        same(dynjax.vmap(f)(X), np.stack([nf(r) for r in X]), rtol=1e-12, atol=1e-14)
+    same(dynjax.vmap(jnp.logaddexp)(X, Y), np.logaddexp(X, Y), rtol=1e-12)
+    same(dynjax.vmap(lambda a, b: jnp.cross(a[:3], b[:3]))(X, Y), np.cross(X[:, :3], Y[:, :3]), rtol=1e-12)
+    same(dynjax.vmap(lambda a, b: jnp.vecdot(a, b))(X, Y), np.vecdot(X, Y), rtol=1e-12)
+    same(dynjax.vmap(lambda a: jnp.polymul(a, a))(X), np.stack([np.polymul(r, r) for r in X]), rtol=1e-12)

@@ -82,3 +82,4 @@ from . import array_methods  # noqa: F401,E402  (ndarray methods of traced value
 from .padding import pad  # noqa: F401,E402  (every mode, traced widths: replaces shape_ops.pad)
 from .reduction_keywords import (all, any, argmax, argmin, cumprod, cumsum, mean, nancumprod,  # noqa: F401,E402,E501
                                  nancumsum, nanmean, nansum, prod, std, sum, var)
+from .dtypes import ndarray  # noqa: F401,E402  (isinstance(x, jnp.ndarray))

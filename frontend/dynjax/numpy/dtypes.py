@@ -1,6 +1,6 @@
 """The dtype objects of ``jax.numpy``: scalar types that are also constructors, the abstract
-classes of numpy's hierarchy, and the predicates on them (``issubdtype isdtype can_cast
-isscalar iterable dtype``).
+classes of numpy's hierarchy, the predicates on them (``issubdtype isdtype can_cast
+isscalar iterable dtype``) and ``ndarray`` for ``isinstance`` checks.
 
 ``jnp.float32`` is a scalar type as in JAX: ``jnp.float32(3)`` is a 0-d float32 array (an
 array of that dtype for an array argument, traced or not), ``np.dtype(jnp.float32)`` is
@@ -178,3 +178,16 @@ class dtype(metaclass=_DTypeMeta):
             return obj.dtype
         return canonical_dtype(obj)
 
+
+
+class _ArrayMeta(type):
+    def __instancecheck__(cls, instance):
+        return isinstance(instance, (np.ndarray, Tracer))
+
+
+class ndarray(metaclass=_ArrayMeta):
+    """For ``isinstance(x, jnp.ndarray)`` (JAX's ``Array``): true for numpy arrays (dynjax's
+    eager values) and traced values. Not a constructor: use ``jnp.asarray``."""
+
+    def __new__(cls, *args, **kwargs):
+        raise TypeError("jnp.ndarray is for isinstance checks; create arrays with jnp.asarray or jnp.array")

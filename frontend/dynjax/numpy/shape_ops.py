@@ -121,9 +121,22 @@ def swapaxes(a, axis1, axis2):
 
 
 def moveaxis(a, source, destination):
+    """numpy's moveaxis: ``source`` and ``destination`` are axes or equal-length sequences."""
+    a = _as_array(a)
     nd = typeof(a).ndim
-    perm = [i for i in range(nd) if i != source % nd]
-    perm.insert(destination % nd, source % nd)
+    src = [source] if isinstance(source, (int, np.integer)) else list(source)
+    dst = [destination] if isinstance(destination, (int, np.integer)) else list(destination)
+    if len(src) != len(dst):
+        raise ValueError("moveaxis: source and destination must have the same number of elements")
+    for ax in src + dst:
+        if not -nd <= int(ax) < nd:
+            raise ValueError(f"moveaxis: axis {ax} is out of bounds for an array of dimension {nd}")
+    src, dst = [int(s) % nd for s in src], [int(d) % nd for d in dst]
+    if len(set(src)) != len(src) or len(set(dst)) != len(dst):
+        raise ValueError("moveaxis: repeated axis")
+    perm = [i for i in range(nd) if i not in src]
+    for d, s in sorted(zip(dst, src)):
+        perm.insert(d, s)
     return transpose(a, perm)
 
 
