@@ -204,7 +204,6 @@ def _bool_or_sum(v, axis):
 
 def vecdot(x1, x2, /, *, axis=-1, precision=None, preferred_element_type=None):
     """``sum(conj(x1) * x2, axis)`` with broadcasting (the array API's vector dot product)."""
-    from .reductions import sum as _sum
     from .ufuncs import conj
     x1, x2 = _arr(x1), _arr(x2)
     nd = max(typeof(x1).ndim, typeof(x2).ndim)
@@ -217,7 +216,6 @@ def vecdot(x1, x2, /, *, axis=-1, precision=None, preferred_element_type=None):
 
 def matvec(x1, x2, /):
     """Matrix-vector products over broadcast batch dims: ``(..., m, n) x (..., n) -> (..., m)``."""
-    from .reductions import sum as _sum
     x1, x2 = _arr(x1), _arr(x2)
     if typeof(x1).ndim < 2 or typeof(x2).ndim < 1:
         raise ValueError("matvec: x1 must be at least 2-d and x2 at least 1-d")
@@ -226,7 +224,6 @@ def matvec(x1, x2, /):
 
 def vecmat(x1, x2, /):
     """Vector-matrix products: ``(..., n) x (..., n, m) -> (..., m)`` (``x1`` conjugated)."""
-    from .reductions import sum as _sum
     from .ufuncs import conj
     x1, x2 = _arr(x1), _arr(x2)
     if typeof(x1).ndim < 1 or typeof(x2).ndim < 2:

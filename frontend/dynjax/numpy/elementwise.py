@@ -12,7 +12,7 @@ import numpy as np
 
 from .. import lax
 from ..core.avals import finfo, float64, int32, is_complex_dtype, is_inexact_dtype
-from ..core.trace import Tracer, typeof
+from ..core.trace import typeof
 from . import ufuncs as uf
 from ._promote import asarray_of, broadcast_arrays, promote_and_broadcast, result_dtype
 
