@@ -593,3 +593,19 @@ def test_every_primitive_has_a_jvp_rule():
     assert len(prims) >= 66
     missing = [p.name for p in prims if p not in jvp_rules]
     assert not missing, f"primitives without a jvp rule: {missing}"
+
+
+def test_every_registered_primitive_has_jvp_batching_and_cost_rules():
+    """Every primitive of every family (not only lax/primitives.py: linalg, special, prng,
+    bits, fft, convolution, cumulative, reduce_window, callbacks, control flow) has a jvp, a
+    batching and a cost rule; only custom_vjp's linear part, which never runs forward, has
+    none but its batching rule."""
+    from dynjax.core.primitive import batching_rules, impl_rules
+    from dynjax.cost_model import cost_rules
+    # dynjax's own (tests define primitives of their own through dynjax.extend)
+    prims = [p for p, impl in impl_rules.items()
+             if getattr(impl, "__module__", "").startswith("dynjax.") and p.name != "custom_lin"]
+    assert len(prims) >= 110
+    for table, what in ((jvp_rules, "jvp"), (batching_rules, "batching"), (cost_rules, "cost")):
+        missing = sorted(p.name for p in prims if p not in table)
+        assert not missing, f"primitives without a {what} rule: {missing}"
