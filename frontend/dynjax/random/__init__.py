@@ -8,3 +8,7 @@ from .keys import PRNGKey, bits, fold_in, key, key_data, split, wrap_key_data  #
 from .samplers import (bernoulli, categorical, exponential, gumbel, laplace, logistic,  # noqa: F401
                        normal, orthogonal, randint, truncated_normal, uniform)
 from .permutations import choice, permutation, shuffle  # noqa: F401
+from .transforms import (cauchy, double_sided_maxwell, geometric, maxwell,  # noqa: F401
+                         multivariate_normal, pareto, rademacher, weibull_min)
+from .gamma import beta, chisquare, dirichlet, f, gamma, loggamma, t  # noqa: F401
+from .poisson import poisson  # noqa: F401
