@@ -72,14 +72,20 @@ def _cases(dt):
     ]
 
 
+_F32_CASES = {"cauchy", "pareto", "rademacher", "maxwell", "double_sided_maxwell", "weibull_min",
+              "geometric", "mvn_cholesky", "gamma", "poisson_i16"}
+
+
 @pytest.mark.parametrize("dt", (np.float32, np.float64), ids=("f32", "f64"))
 def test_against_jax_eager_and_compiled(dt, exact_tier):
     k = jr.PRNGKey(3)
     kd = np.asarray(k)
     cases = _cases(dt)
+    if dt == np.float32:   # JAX's compiles dominate the run time: the gamma family in float64 only
+        cases = [c for c in cases if c[0] in _F32_CASES]
     compiled = dynjax.qjit(lambda key: [fn(random, key) for _, fn in cases])(kd)
-    for (name, fn), got_c in zip(cases, compiled):
-        expected = fn(jr, k)
+    expected_all = jax.jit(lambda key: [fn(jr, key) for _, fn in cases])(k)   # one compile
+    for (name, fn), got_c, expected in zip(cases, compiled, expected_all):
         tol = 2000 if name.startswith("mvn") else 64   # LAPACK factors vs XLA's
         close(fn(random, kd), expected, tol)
         close(got_c, expected, tol)
@@ -95,12 +101,14 @@ def test_dynamic_sizes_one_trace(exact_tier):
                 random.cauchy(key, (n,)), random.geometric(key, 0.25, (n,)),
                 random.beta(key, 0.5, 2.0, (n,)))
 
+    # every element's draws depend on its own counters only, so JAX's values at n are the first
+    # n of JAX's values at 5 (one JAX compile)
+    full = jax.jit(lambda k: (jr.gamma(k, 2.0, (5,)), jr.poisson(k, 3.0, (5, 2)), jr.cauchy(k, (5,)),
+                              jr.geometric(k, 0.25, (5,)), jr.beta(k, 0.5, 2.0, (5,))))(k)
     for n in (0, 1, 5):
         got = f(kd, n)
-        expected = (jr.gamma(k, 2.0, (n,)), jr.poisson(k, 3.0, (n, 2)), jr.cauchy(k, (n,)),
-                    jr.geometric(k, 0.25, (n,)), jr.beta(k, 0.5, 2.0, (n,)))
-        for g, e in zip(got, expected):
-            close(g, e, 16)
+        for g, e in zip(got, full):
+            close(g, np.asarray(e)[:n], 16)
     assert f.cache_info()["traces"] == 1
 
 
