@@ -10,5 +10,7 @@ from .samplers import (bernoulli, categorical, exponential, gumbel, laplace, log
 from .permutations import choice, permutation, shuffle  # noqa: F401
 from .transforms import (cauchy, double_sided_maxwell, geometric, maxwell,  # noqa: F401
                          multivariate_normal, pareto, rademacher, weibull_min)
+from .transforms import lognormal, rayleigh, triangular, wald  # noqa: F401
 from .gamma import beta, chisquare, dirichlet, f, gamma, loggamma, t  # noqa: F401
+from .gamma import ball, generalized_normal  # noqa: F401
 from .poisson import poisson  # noqa: F401

@@ -1,5 +1,5 @@
 """Gamma-family samplers: ``gamma``, ``loggamma``, ``beta``, ``dirichlet``, ``chisquare``,
-``f`` and ``t``.
+``f``, ``t``, ``generalized_normal`` and ``ball``.
 
 Gamma values come from Marsaglia and Tsang's rejection method ("A simple method for generating
 gamma variables", 2000), one element at a time with JAX's key discipline, so the same key,
@@ -30,7 +30,8 @@ from .keys import canonical_shape, check_key, split
 from .samplers import _as, _bcast, _check_param_shape, _float_dtype, _shape_of, _uniform, normal
 from .samplers import exponential as _exponential
 
-__all__ = ["gamma", "loggamma", "beta", "dirichlet", "chisquare", "f", "t"]
+__all__ = ["gamma", "loggamma", "beta", "dirichlet", "chisquare", "f", "t", "generalized_normal",
+           "ball"]
 
 
 def _c(v, dtype):
@@ -192,3 +193,40 @@ def t(key, df, shape=None, dtype=None):
     half = lax.div(df, two)
     g = gamma(k_g, half, shape, dtype)
     return lax.mul(n, lax.sqrt(lax.div(_bcast(half, shape), g)))
+
+
+def _p_power(p, dtype):
+    """``1 / p`` for a Python / numpy ``p`` (JAX's weakly typed ``1 / p``)."""
+    if isinstance(p, Tracer):
+        return lax.div(np.asarray(1, dtype), _as(p, dtype))
+    return _as(np.divide(1.0, np.asarray(p)), dtype)
+
+
+def generalized_normal(key, p, shape=(), dtype=None):
+    """Generalized normal values (density proportional to ``exp(-|x|^p)``):
+    ``rademacher * gamma(1/p) ** (1/p)`` (keys ``split(key)``)."""
+    from .transforms import rademacher
+    key = check_key("generalized_normal", key)
+    dtype = _float_dtype("generalized_normal", dtype)
+    shape = canonical_shape("generalized_normal", shape)
+    k1, k2 = split(key, 2)
+    inv = _p_power(p, dtype)
+    g = gamma(k1, _bcast(inv, shape), shape, dtype)
+    r = rademacher(k2, shape, dtype)
+    return lax.mul(r, lax.pow(g, _bcast(inv, shape)))
+
+
+def ball(key, d, p=2, shape=(), dtype=None):
+    """Points uniformly distributed in the unit ``p``-norm ball of dimension ``d`` (Barthe et
+    al.: generalized normals divided by ``(sum |g|^p + exponential) ** (1/p)``)."""
+    key = check_key("ball", key)
+    dtype = _float_dtype("ball", dtype)
+    shape = canonical_shape("ball", shape)
+    if not isinstance(d, (int, np.integer)) or isinstance(d, bool) or d < 0:
+        raise TypeError(f"ball: d must be a non-negative Python int, got {d!r}")
+    k1, k2 = split(key, 2)
+    g = generalized_normal(k1, p, tuple(shape) + (int(d),), dtype)
+    e = _exponential(k2, shape, dtype)
+    pp = p if isinstance(p, Tracer) else np.asarray(p, dtype)
+    norm = jnp.sum(jnp.abs(g) ** pp, axis=-1) + e
+    return g / (norm ** _p_power(p, dtype))[..., None]

@@ -1,6 +1,7 @@
 """Samplers that are closed-form transforms of ``uniform`` / ``normal`` / ``exponential`` /
 ``bernoulli``: ``cauchy``, ``pareto``, ``rademacher``, ``maxwell``, ``double_sided_maxwell``,
-``weibull_min``, ``geometric`` and ``multivariate_normal``. Each applies JAX's formula to the
+``weibull_min``, ``geometric``, ``lognormal``, ``rayleigh``, ``wald``, ``triangular`` and
+``multivariate_normal``. Each applies JAX's formula to the
 same underlying draw, so the same key, shape and dtype give JAX's numbers (to rounding of the
 transcendental functions; see ``doc/random.md``)."""
 from __future__ import annotations
@@ -16,7 +17,7 @@ from .samplers import (_as, _bcast, _check_param_shape, _float_dtype, _shape_of,
                        bernoulli, exponential, normal)
 
 __all__ = ["cauchy", "pareto", "rademacher", "maxwell", "double_sided_maxwell", "weibull_min",
-           "geometric", "multivariate_normal"]
+           "geometric", "multivariate_normal", "lognormal", "rayleigh", "wald", "triangular"]
 
 
 def _param_shape(name, shape, *params):
@@ -162,3 +163,57 @@ def multivariate_normal(key, mean, cov, shape=None, dtype=None, method="cholesky
         factor = jnp.linalg.cholesky(cov)
     z = normal(key, tuple(shape) + (n,), dtype)
     return mean + jnp.einsum("...ij,...j->...i", factor, z)
+
+
+def lognormal(key, sigma=np.float32(1), shape=None, dtype=None):
+    """Log-normal values ``exp(sigma * normal)``."""
+    key = check_key("lognormal", key)
+    dtype = _float_dtype("lognormal", dtype)
+    sigma = _as(sigma, dtype)
+    shape = _param_shape("lognormal", shape, sigma)
+    return lax.exp(lax.mul(normal(key, shape, dtype), _bcast(sigma, shape)))
+
+
+def rayleigh(key, scale, shape=None, dtype=None):
+    """Rayleigh values ``scale * sqrt(-2 log u)``."""
+    key = check_key("rayleigh", key)
+    dtype = _float_dtype("rayleigh", dtype)
+    scale = _as(scale, dtype)
+    shape = _param_shape("rayleigh", shape, scale)
+    u = _uniform(key, shape, dtype, 0.0, 1.0)
+    return lax.mul(_bcast(scale, shape), lax.sqrt(lax.mul(lax.log(u), np.asarray(-2, dtype))))
+
+
+def wald(key, mean, shape=None, dtype=None):
+    """Wald (inverse Gaussian, unit shape) values by Michael, Schucany and Haas' method: a
+    normal ``v`` (key ``split(key)[0]``) gives a root ``x``; ``x`` is kept when a uniform
+    (key ``split(key)[1]``) is at most ``mean / (mean + x)``, else ``mean^2 / x``."""
+    key = check_key("wald", key)
+    dtype = _float_dtype("wald", dtype)
+    mean = _as(mean, dtype)
+    shape = _param_shape("wald", shape, mean)
+    k1, k2 = split(key, 2)
+    mu = _bcast(mean, shape)
+    v = normal(k1, shape, dtype)
+    z = _uniform(k2, shape, dtype, 0.0, 1.0)
+    y = lax.integer_pow(v, 2)
+    mu2 = lax.integer_pow(mu, 2)
+    c = lambda x: np.asarray(x, dtype)  # noqa: E731
+    root = lax.sqrt(lax.add(lax.mul(lax.mul(c(4), mu), y), lax.mul(mu2, lax.integer_pow(y, 2))))
+    x = lax.sub(lax.add(mu, lax.div(lax.mul(mu2, y), c(2))), lax.mul(lax.div(mu, c(2)), root))
+    return lax.select(lax.le(z, lax.div(mu, lax.add(mu, x))), x, lax.div(mu2, x))
+
+
+def triangular(key, left, mode, right, shape=None, dtype=None):
+    """Triangular values on ``[left, right]`` with peak ``mode`` (inverse CDF)."""
+    key = check_key("triangular", key)
+    dtype = _float_dtype("triangular", dtype)
+    left, mode, right = _as(left, dtype), _as(mode, dtype), _as(right, dtype)
+    shape = _param_shape("triangular", shape, left, mode, right)
+    lo, md, hi = _bcast(left, shape), _bcast(mode, shape), _bcast(right, shape)
+    width = lax.sub(hi, lo)
+    u = _uniform(key, shape, dtype, 0.0, 1.0)
+    below = lax.add(lo, lax.sqrt(lax.mul(lax.mul(u, width), lax.sub(md, lo))))
+    above = lax.sub(hi, lax.sqrt(lax.mul(lax.mul(lax.sub(np.asarray(1, dtype), u), width),
+                                         lax.sub(hi, md))))
+    return lax.select(lax.lt(u, lax.div(lax.sub(md, lo), width)), below, above)
