@@ -118,6 +118,31 @@ def test_dynamic_sizes_one_trace(exact_tier):
     assert f.cache_info()["traces"] == 1
 
 
+def test_abstracted_axes_parameters(exact_tier):
+    """Parameters whose length is a dynamic dim: one trace; JAX's values at n = 3 (one JAX
+    compile) and the eager static-shape values (checked against JAX above) at n = 1, 3."""
+    k = jr.PRNGKey(3)
+    kd = np.asarray(k)
+
+    def fns(R, key, m, c):
+        return (R.multivariate_normal(key, m, c), R.dirichlet(key, m * 0 + 1.5), R.gamma(key, m + 1.0),
+                R.pareto(key, m + 1.0), R.poisson(key, m + 2.0), R.beta(key, m + 1.0, 2.0))
+
+    f = dynjax.qjit(lambda key, m, c: fns(random, key, m, c),
+                    abstracted_axes=(None, {0: "n"}, {0: "n", 1: "n"}))
+    for n in (1, 3):
+        m = np.arange(n) * 1.0
+        r = np.random.default_rng(n).normal(size=(n, n))
+        c = r @ r.T + np.eye(n)
+        got = f(kd, m, c)
+        for g, e in zip(got, fns(random, kd, m, c)):
+            close(g, np.asarray(e), 64)
+        if n == 3:
+            for g, e in zip(got, jax.jit(lambda key: fns(jr, key, m, c))(k)):
+                close(g, np.asarray(e), 64)
+    assert f.cache_info()["traces"] == 1
+
+
 def test_vmap():
     k = jr.PRNGKey(1)
     kd = np.asarray(k)

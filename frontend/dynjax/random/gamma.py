@@ -120,7 +120,7 @@ def loggamma(key, a, shape=None, dtype=None):
 
 def _param_shape(name, shape, *params):
     if shape is None:
-        return tuple(np.broadcast_shapes(*(_shape_of(p) for p in params)))
+        return tuple(jnp.broadcast_shapes(*(_shape_of(p) for p in params)))
     shape = canonical_shape(name, shape)
     _check_param_shape(name, shape, *params)
     return shape

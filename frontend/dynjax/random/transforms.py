@@ -10,7 +10,7 @@ import numpy as np
 
 from .. import lax
 from .. import numpy as jnp
-from ..core.avals import canonical_dtype, finfo
+from ..core.avals import canonical_dtype, finfo, same_dim
 from ..core.trace import Tracer, typeof
 from .keys import canonical_shape, check_key, split
 from .samplers import (_as, _bcast, _check_param_shape, _float_dtype, _shape_of, _uniform,
@@ -24,7 +24,7 @@ def _param_shape(name, shape, *params):
     """JAX's ``_check_broadcast_shapes``: ``shape=None`` means the parameters' broadcast shape;
     otherwise the parameters must broadcast to ``shape``."""
     if shape is None:
-        return tuple(np.broadcast_shapes(*(_shape_of(p) for p in params)))
+        return tuple(jnp.broadcast_shapes(*(_shape_of(p) for p in params)))
     shape = canonical_shape(name, shape)
     _check_param_shape(name, shape, *params)
     return shape
@@ -78,7 +78,7 @@ def double_sided_maxwell(key, loc, scale, shape=(), dtype=None):
     dtype = _float_dtype("double_sided_maxwell", dtype)
     shape = canonical_shape("double_sided_maxwell", shape)
     loc, scale = _as(loc, dtype), _as(scale, dtype)
-    pshape = tuple(np.broadcast_shapes(_shape_of(loc), _shape_of(scale)))
+    pshape = tuple(jnp.broadcast_shapes(_shape_of(loc), _shape_of(scale)))
     if not shape:
         shape = pshape
     shape = tuple(shape) + pshape
@@ -140,15 +140,15 @@ def multivariate_normal(key, mean, cov, shape=None, dtype=None, method="cholesky
     if len(cs) < 2:
         raise ValueError(f"multivariate_normal requires cov.ndim >= 2, got cov.ndim == {len(cs)}")
     n = ms[-1]
-    if not all(a is n or (isinstance(a, int) and isinstance(n, int) and a == n) for a in cs[-2:]):
+    if not all(same_dim(a, n) for a in cs[-2:]):
         raise ValueError(f"multivariate_normal requires cov.shape == (..., n, n) for n={n}, but "
                          f"got cov.shape == {cs}.")
     if shape is None:
-        shape = tuple(np.broadcast_shapes(ms[:-1], cs[:-2]))
+        shape = tuple(jnp.broadcast_shapes(ms[:-1], cs[:-2]))
     else:
         shape = canonical_shape("multivariate_normal", shape)
         for ps in (ms[:-1], cs[:-2]):
-            if len(ps) > len(shape) or any(not (a == 1 or a is b or a == b)
+            if len(ps) > len(shape) or any(not ((isinstance(a, int) and a == 1) or same_dim(a, b))
                                            for a, b in zip(ps[::-1], shape[::-1])):
                 raise ValueError(f"multivariate_normal: the batch shapes of mean and cov must "
                                  f"broadcast to the shape argument {shape}, got {ms[:-1]} and "
