@@ -1,7 +1,7 @@
 """dynjax.random's further distributions against jax 0.10.2 (x64 on, dynjax's defaults):
 cauchy, pareto, rademacher, maxwell, double_sided_maxwell, weibull_min, geometric,
 lognormal, rayleigh, wald, triangular, multivariate_normal, gamma, loggamma, beta, dirichlet,
-chisquare, f, t, generalized_normal, ball, poisson.
+chisquare, f, t, generalized_normal, ball, poisson, binomial.
 
 Same key, parameters and dtype give JAX's numbers: integer results exactly, floats compiled
 (exact tier) and eagerly to a few ulps / epsilons (numpy's transcendental functions eagerly;
@@ -143,16 +143,45 @@ def test_abstracted_axes_parameters(exact_tier):
     assert f.cache_info()["traces"] == 1
 
 
+def test_binomial(exact_tier):
+    """Inversion (n q <= 10) and BTRS, p on both sides of 1/2, invalid and infinite n; eager,
+    compiled at dynamic sizes (one trace), against JAX."""
+    k = jr.PRNGKey(3)
+    kd = np.asarray(k)
+    n = np.array([5.0, 20.0, 100.0, 1000.0, 7.0, 50.0, 0.0, np.inf, -1.0, 30.0, 12.5])
+    p = np.array([0.3, 0.5, 0.2, 0.7, 0.9, 0.01, 0.5, 0.4, 0.5, np.nan, 0.6])
+    expected = jr.binomial(k, n, p)
+    np.testing.assert_array_equal(random.binomial(kd, n, p), expected)
+    f = dynjax.qjit(lambda key, m: random.binomial(key, 20.0, 0.35, (m, 2), np.float32))
+    full = jr.binomial(k, 20.0, 0.35, (4, 2), np.float32)
+    # inversion (n q = 7): an element's count stops growing once its waiting times pass n,
+    # so JAX's values at m are the first m of JAX's at 4 (BTRS keeps overwriting accepted
+    # elements while others are still rejected, so its values depend on the whole array)
+    for m in (0, 1, 4):
+        np.testing.assert_array_equal(f(kd, m), np.asarray(full)[:m])
+    np.testing.assert_array_equal(dynjax.qjit(lambda key: random.binomial(key, n, p))(kd), expected)
+    assert f.cache_info()["traces"] == 1
+    x = np.asarray(random.binomial(kd, 30.0, 0.4, (10_000,)))
+    assert abs(x.mean() - 12.0) < 5 * np.sqrt(7.2 / 10_000) and abs(x.var() - 7.2) < 0.72
+    with pytest.raises(ValueError, match="float dtype"):
+        random.binomial(kd, 3, 0.5, dtype=np.int32)
+
+
 def test_vmap():
     k = jr.PRNGKey(1)
     kd = np.asarray(k)
     ks, jks = random.split(kd, 3), jr.split(k, 3)
-    close(dynjax.vmap(lambda kk: random.gamma(kk, A))(ks), jax.vmap(lambda kk: jr.gamma(kk, A))(jks))
     lam = np.array([3.0, 30.0])
-    close(dynjax.vmap(lambda kk: random.poisson(kk, lam))(ks), jax.vmap(lambda kk: jr.poisson(kk, lam))(jks))
-    close(dynjax.vmap(lambda kk: random.pareto(kk, 2.0, (2,)))(ks), jax.vmap(lambda kk: jr.pareto(kk, 2.0, (2,)))(jks))
-    # over a parameter with one key: every element uses the same key, as in JAX
-    close(dynjax.vmap(lambda a: random.gamma(kd, a))(A), jax.vmap(lambda a: jr.gamma(k, a))(A))
+
+    def fns(R, vmap, key, keys):
+        return (vmap(lambda kk: R.gamma(kk, A))(keys), vmap(lambda kk: R.poisson(kk, lam))(keys),
+                vmap(lambda kk: R.pareto(kk, 2.0, (2,)))(keys),
+                # over a parameter with one key: every element uses the same key, as in JAX
+                vmap(lambda a: R.gamma(key, a))(A))
+
+    expected = jax.jit(lambda key, keys: fns(jr, jax.vmap, key, keys))(k, jks)   # one compile
+    for g, e in zip(fns(random, dynjax.vmap, kd, ks), expected):
+        close(g, e)
 
 
 def test_grad():
