@@ -1,7 +1,7 @@
 """dynjax.random's further distributions against jax 0.10.2 (x64 on, dynjax's defaults):
 cauchy, pareto, rademacher, maxwell, double_sided_maxwell, weibull_min, geometric,
 lognormal, rayleigh, wald, triangular, multivariate_normal, gamma, loggamma, beta, dirichlet,
-chisquare, f, t, generalized_normal, ball, poisson, binomial.
+chisquare, f, t, generalized_normal, ball, poisson, binomial, multinomial.
 
 Same key, parameters and dtype give JAX's numbers: integer results exactly, floats compiled
 (exact tier) and eagerly to a few ulps / epsilons (numpy's transcendental functions eagerly;
@@ -165,6 +165,26 @@ def test_binomial(exact_tier):
     assert abs(x.mean() - 12.0) < 5 * np.sqrt(7.2 / 10_000) and abs(x.var() - 7.2) < 0.72
     with pytest.raises(ValueError, match="float dtype"):
         random.binomial(kd, 3, 0.5, dtype=np.int32)
+
+
+def test_multinomial(exact_tier):
+    """A scan of binomials over the categories: eager, and compiled with the number of
+    categories a dynamic dim (one trace), against JAX."""
+    k = jr.PRNGKey(0)
+    kd = np.asarray(k)
+    p3, p2 = np.array([0.2, 0.3, 0.5]), np.array([[0.1, 0.9], [0.5, 0.5]])
+    e3, e2, e1 = jax.jit(lambda key: (jr.multinomial(key, 50.0, p3),
+                                      jr.multinomial(key, np.array([5.0, 100.0]), p2),
+                                      jr.multinomial(key, 100.0, p2[1])))(k)
+    np.testing.assert_array_equal(random.multinomial(kd, 50.0, p3), e3)
+    got = random.multinomial(kd, np.array([5.0, 100.0]), p2, dtype=np.float32)
+    np.testing.assert_array_equal(got, np.asarray(e2, np.float32))
+    f = dynjax.qjit(lambda key, n, p: random.multinomial(key, n, p), abstracted_axes=(None, None, {0: "c"}))
+    np.testing.assert_array_equal(f(kd, 50.0, p3), e3)
+    np.testing.assert_array_equal(f(kd, 100.0, p2[1]), e1)
+    assert f.cache_info()["traces"] == 1
+    with pytest.raises(ValueError, match="at least one dimension"):
+        random.multinomial(kd, 3.0, 0.5)
 
 
 def test_vmap():

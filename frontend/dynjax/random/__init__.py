@@ -14,4 +14,4 @@ from .transforms import lognormal, rayleigh, triangular, wald  # noqa: F401
 from .gamma import beta, chisquare, dirichlet, f, gamma, loggamma, t  # noqa: F401
 from .gamma import ball, generalized_normal  # noqa: F401
 from .poisson import poisson  # noqa: F401
-from .binomial import binomial  # noqa: F401
+from .binomial import binomial, multinomial  # noqa: F401

@@ -1,4 +1,4 @@
-"""``binomial``: binomial values with JAX's algorithms and key discipline, so that the same
+"""``binomial`` and ``multinomial``: binomial values with JAX's algorithms and key discipline, so that the same
 key, parameters and dtype give JAX's numbers.
 
 ``n`` and ``p`` are broadcast to ``shape`` in ``p``'s float dtype and ``n`` is floored; the
@@ -10,6 +10,10 @@ random variates", 1993: each round ``key, k0, k1 = split(key, 3)`` and two unifo
 element until every element has accepted), with the Stirling-series tail of ``log k!`` (a
 table for ``k <= 9``). Invalid parameters give NaN, an infinite ``n`` gives inf. All
 elements advance together in one ``while_loop`` per method, so sizes may be dynamic.
+
+``multinomial`` draws the categories in order with a ``scan``: category ``i`` takes
+``binomial(keys[i], remaining n, p_i / (p_i + ... + p_last))`` with ``keys = split(key,
+categories)``, as JAX does.
 """
 from __future__ import annotations
 
@@ -23,7 +27,7 @@ from ..core.trace import Tracer, typeof
 from .keys import canonical_shape, check_key, split
 from .samplers import _bcast, _check_param_shape, _float_dtype, _shape_of, _uniform
 
-__all__ = ["binomial"]
+__all__ = ["binomial", "multinomial"]
 
 # log(k!) minus its Stirling approximation (k + 1/2) log(k + 1) - (k + 1) + log(2 pi) / 2
 _TAIL = [math.lgamma(k + 1) - (k + 0.5) * math.log(k + 1) + (k + 1) - 0.5 * math.log(2 * math.pi)
@@ -145,3 +149,44 @@ def binomial(key, n, p, shape=None, dtype=None):
     out = lax.select(lax.bitwise_and(inf_count, lax.bitwise_not(invalid)), c(np.inf, dtype), out)
     keep = lax.bitwise_or(lax.bitwise_or(p_low, bad_count), lax.bitwise_or(q_nan, inf_count))
     return lax.select(keep, out, lax.sub(lax.convert_element_type(count, dtype), out))
+
+
+def _float_of(x):
+    dt = np.dtype(typeof(x).dtype) if isinstance(x, Tracer) else np.asarray(x).dtype
+    return dt if dt.kind == "f" else None
+
+
+def multinomial(key, n, p, *, shape=None, dtype=None, unroll=1):
+    """Counts of ``n`` draws over the categories of ``p``'s last axis (floats of ``dtype``,
+    float64 by default); ``shape`` (default ``p.shape``) ends with the number of categories and
+    ``n`` broadcasts to ``shape[:-1]``."""
+    key = check_key("multinomial", key)
+    out_dtype = _float_dtype("multinomial", dtype)
+    del unroll   # a scheduling hint in JAX
+    p = p if isinstance(p, Tracer) else np.asarray(p)
+    n = n if isinstance(n, Tracer) else np.asarray(n)
+    pdt = _float_of(p) or np.dtype(np.float64)
+    ndt = _float_of(n)
+    dt = pdt if ndt is None else np.promote_types(pdt, ndt)
+    p, n = lax.convert_element_type(p, dt), lax.convert_element_type(n, dt)
+    ps = _shape_of(p)
+    if len(ps) < 1:
+        raise ValueError(f"multinomial: p must have at least one dimension, got shape {ps}")
+    shape = ps if shape is None else canonical_shape("multinomial", shape)
+    if len(shape) < 1:
+        raise ValueError("multinomial: shape must have at least one dimension (the categories)")
+    _check_param_shape("multinomial", tuple(shape[:-1]), n)
+    _check_param_shape("multinomial", tuple(shape), p)
+    n = _bcast(n, tuple(shape[:-1]))
+    p = jnp.moveaxis(_bcast(p, tuple(shape)), -1, 0)
+    remaining = jnp.flip(jnp.cumsum(jnp.flip(p, 0), axis=0), 0)
+    ratios = p / jnp.where(remaining == 0, jnp.ones_like(remaining), remaining)
+    keys = split(key, shape[-1])
+
+    def step(rest, ratio_key):
+        ratio, k = ratio_key
+        count = binomial(k, rest, jnp.clip(ratio, 0, 1), dtype=dt)
+        return lax.sub(rest, count), count
+
+    _, counts = lax.scan(step, n, (ratios, keys))
+    return lax.convert_element_type(jnp.moveaxis(counts, 0, -1), out_dtype)
