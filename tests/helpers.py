@@ -183,3 +183,14 @@ def numpy_with_lattice(np_f: Callable, *dtypes) -> Callable:
             return np.asarray(out).astype(want)
         return out
     return f
+
+
+def fd_grad(f, x, eps=1e-6):
+    """Central finite differences of a scalar function of one array (the gradient oracle)."""
+    x = np.asarray(x, dtype=np.float64)
+    g = np.zeros_like(x)
+    for i in np.ndindex(x.shape):
+        e = np.zeros_like(x)
+        e[i] = eps
+        g[i] = (float(f(x + e)) - float(f(x - e))) / (2 * eps)
+    return g

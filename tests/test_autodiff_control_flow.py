@@ -9,17 +9,7 @@ import pytest
 import dynjax
 import dynjax.numpy as jnp
 from dynjax import for_loop, lax
-
-
-def fd_grad(f, x, eps=1e-6):
-    """Central finite differences of a scalar numpy function."""
-    x = np.asarray(x, float)
-    g = np.zeros_like(x)
-    for i in np.ndindex(x.shape):
-        e = np.zeros_like(x)
-        e[i] = eps
-        g[i] = (f(x + e) - f(x - e)) / (2 * eps)
-    return g
+from helpers import fd_grad
 
 
 # ----------------------------------------------------------------------------------------------

@@ -11,18 +11,9 @@ from jaxlib.mlir.dialects import stablehlo as hlo
 import dynjax
 import dynjax.numpy as jnp
 from dynjax import extend as ext
+from helpers import fd_grad
 
 SIZES = (0, 1, 5)
-
-
-def fd_grad(f, x, eps=1e-6):
-    x = np.asarray(x, dtype=np.float64)
-    g = np.zeros_like(x)
-    for i in np.ndindex(x.shape):
-        e = np.zeros_like(x)
-        e[i] = eps
-        g[i] = (f(x + e) - f(x - e)) / (2 * eps)
-    return g
 
 
 # ==============================================================================================

@@ -18,6 +18,7 @@ import pytest
 import dynjax
 import dynjax.numpy as jnp
 from dynjax import grad, jacfwd, jacrev, jvp, lax, linearize, qjit, vjp, vmap
+from helpers import fd_grad
 
 XS = np.array([0.3, 1.1, 2.0, -0.7])
 TS = np.array([1.0, -2.0, 0.5, 3.0])
@@ -47,16 +48,6 @@ def sin_v(x):
 sin_v.defvjp(lambda x: (sin_v(x), x), lambda x, ct: (2.0 * jnp.cos(x) * ct,))
 
 BOTH = [pytest.param(sin_j, id="custom_jvp"), pytest.param(sin_v, id="custom_vjp")]
-
-
-def fd_grad(f, x, eps=1e-6):
-    x = np.asarray(x, dtype=np.float64)
-    g = np.zeros_like(x)
-    for i in np.ndindex(x.shape):
-        e = np.zeros_like(x)
-        e[i] = eps
-        g[i] = (f(x + e) - f(x - e)) / (2 * eps)
-    return g
 
 
 def close(got, want):

@@ -22,6 +22,7 @@ from dynjax import for_loop, grad, jvp, lax, qjit, vjp, vmap, while_loop
 jax = pytest.importorskip("jax")
 jax.config.update("jax_enable_x64", True)
 import jax.numpy as jjnp  # noqa: E402
+from helpers import fd_grad  # noqa: E402
 
 SIZES = (1, 2, 3, 6)
 
@@ -88,15 +89,6 @@ def _arg(n, seed=0):
     return rng.uniform(0.3, 1.2, n) * np.where(np.arange(n) % 3 == 1, -1.0, 1.0) + np.arange(n) ** 2 * 0.1
 
 
-def _fd_grad(f, x, eps=1e-6):
-    g = np.zeros_like(x)
-    for i in range(x.size):
-        e = np.zeros_like(x)
-        e[i] = eps
-        g[i] = (float(f(x + e)) - float(f(x - e))) / (2 * eps)
-    return g
-
-
 PROGS = ["cond", "switch", "fori", "scan_carry", "scan_xs", "cond_in_loop"]
 SLICES = ["diff", "stride", "concat"]
 
@@ -115,7 +107,7 @@ def test_grad_compiled_against_jax_and_fd(prog, sl):
         got = g(x)
         want = np.asarray(jax.grad(jf)(x))
         np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-12)
-        np.testing.assert_allclose(got, _fd_grad(lambda y: jf(y), x), rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(got, fd_grad(lambda y: jf(y), x), rtol=1e-5, atol=1e-6)
     assert g.cache_info()["traces"] == 1
 
 
@@ -205,7 +197,7 @@ def test_custom_rules_inside_control_flow_over_slice(kind):
     for n in SIZES:
         for sign in (1.0, -1.0):
             x = sign * _arg(n, 6)
-            np.testing.assert_allclose(g(x), _fd_grad(np_f, x), rtol=1e-5, atol=1e-6)
+            np.testing.assert_allclose(g(x), fd_grad(np_f, x), rtol=1e-5, atol=1e-6)
             np.testing.assert_allclose(grad(f)(x), g(x), rtol=1e-12, atol=1e-14)
 
 
@@ -242,7 +234,7 @@ def test_while_loop_jvp_over_slice():
         x, t = _arg(n, 3), np.linspace(0.5, 1.5, n)
         p, tan = cf(x, t)
         np.testing.assert_allclose(p, np_f(x), rtol=1e-12)
-        np.testing.assert_allclose(tan, _fd_grad(np_f, x) @ t, rtol=1e-5, atol=1e-7)
+        np.testing.assert_allclose(tan, fd_grad(np_f, x) @ t, rtol=1e-5, atol=1e-7)
 
 
 def test_grad_of_catalyst_loops_over_slice():
@@ -271,7 +263,7 @@ def test_grad_of_catalyst_loops_over_slice():
     g = qjit(grad(f), abstracted_axes={0: "n"})
     for n in SIZES:
         x = _arg(n, 4)
-        np.testing.assert_allclose(g(x), _fd_grad(np_f, x), rtol=1e-5, atol=1e-7)
+        np.testing.assert_allclose(g(x), fd_grad(np_f, x), rtol=1e-5, atol=1e-7)
         np.testing.assert_allclose(grad(f)(x), g(x), rtol=1e-12, atol=1e-14)
 
 
@@ -452,7 +444,7 @@ def test_grad_through_resizing_loop_that_keeps_sizes():
     g = qjit(grad(f), abstracted_axes={0: "n"})
     for n in SIZES:
         x = _arg(n, 5)
-        np.testing.assert_allclose(g(x), _fd_grad(np_f, x), rtol=1e-5, atol=1e-7)
+        np.testing.assert_allclose(g(x), fd_grad(np_f, x), rtol=1e-5, atol=1e-7)
 
 
 def test_broadcast_to_int_sizes():

@@ -46,30 +46,31 @@ def _with_initial(r, initial, combine):
     return combine(r, init)
 
 
-def sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None, promote_integers=True):
-    """The sum over ``axis``; ``where`` masks elements out, ``initial`` is added."""
-    from .ufuncs import add
-    _no_out("sum", out)
+def _monoid(name, reduce, combine, identity, a, axis, dtype, out, keepdims, initial, where,
+            promote_integers):
+    """``sum`` / ``prod``: ``where`` fills masked elements with the ``identity``, integers
+    keep their dtype unless ``promote_integers``, ``initial`` is ``combine``d in."""
+    _no_out(name, out)
     a = _arr(a)
     if where is not None:
-        a = _fill(a, _mask(where, typeof(a).shape, "sum"), 0)
+        a = _fill(a, _mask(where, typeof(a).shape, name), identity)
     if dtype is None and not promote_integers and not is_inexact_dtype(typeof(a).dtype) \
             and typeof(a).dtype != bool_:
         dtype = typeof(a).dtype
-    return _with_initial(R.sum(a, axis, dtype, keepdims=keepdims), initial, add)
+    return _with_initial(reduce(a, axis, dtype, keepdims=keepdims), initial, combine)
+
+
+def sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None, promote_integers=True):
+    """The sum over ``axis``; ``where`` masks elements out, ``initial`` is added."""
+    from .ufuncs import add
+    return _monoid("sum", R.sum, add, 0, a, axis, dtype, out, keepdims, initial, where, promote_integers)
 
 
 def prod(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None, promote_integers=True):
     """The product over ``axis``; ``where`` masks elements out, ``initial`` multiplies in."""
     from .ufuncs import multiply
-    _no_out("prod", out)
-    a = _arr(a)
-    if where is not None:
-        a = _fill(a, _mask(where, typeof(a).shape, "prod"), 1)
-    if dtype is None and not promote_integers and not is_inexact_dtype(typeof(a).dtype) \
-            and typeof(a).dtype != bool_:
-        dtype = typeof(a).dtype
-    return _with_initial(R.prod(a, axis, dtype, keepdims=keepdims), initial, multiply)
+    return _monoid("prod", R.prod, multiply, 1, a, axis, dtype, out, keepdims, initial, where,
+                   promote_integers)
 
 
 def _masked_mean(a, mask, axis, dtype, keepdims):
