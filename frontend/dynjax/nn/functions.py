@@ -425,7 +425,7 @@ def _make_softmax(axes):
     """A ``custom_jvp`` softmax over ``axes`` (JAX's derivative ``y * (dx - sum(y dx))``)."""
     @custom_jvp
     def f(x):
-        unnormalized = jnp.exp(x - stop_gradient(jnp.max(x, axis=axes, keepdims=True)))
+        unnormalized = jnp.exp(x - stop_gradient(_masked_max(x, axes, None, keepdims=True)))
         return unnormalized / jnp.sum(unnormalized, axis=axes, keepdims=True)
 
     @f.defjvp

@@ -299,3 +299,10 @@ def ndtri(p):
     """The inverse of ``ndtr``: ``x`` with ``Phi(x) = p`` (``-inf`` at 0, ``inf`` at 1, NaN
     outside ``[0, 1]``)."""
     return _ndtri(_float(p))
+
+
+# the rest of jax.scipy.special (written in their own modules, which import the helpers above)
+from .special_more import *  # noqa: E402,F401,F403
+from . import special_more as _more  # noqa: E402
+
+__all__ += _more.__all__
