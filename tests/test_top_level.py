@@ -35,6 +35,44 @@ def test_eval_shape_dynamic_dims():
         dynjax.eval_shape(lambda x: "text", np.ones(2))
 
 
+def test_shape_dtype_struct_like_jax():
+    """JAX's fields and methods; weak types flow as in jax.eval_shape (a weak f64 scalar times an
+    f32 array stays f32; strong, it promotes)."""
+    s = S((3, 4), np.float32)
+    j = jax.ShapeDtypeStruct((3, 4), np.float32)
+    assert (s.shape, s.dtype, s.ndim, s.size, s.weak_type, s.sharding) == \
+        (j.shape, j.dtype, j.ndim, j.size, j.weak_type, None)
+    assert s.update(dtype=np.int32) == S((3, 4), np.int32)
+    assert s.update(shape=(2,)).size == 2 and S((None, 2)).size is None
+    assert S(5).shape == (5,) and S(np.int64(2)).shape == (2,)
+    assert S((), np.float64, weak_type=True) != S((), np.float64)
+    for weak_x in (False, True):
+        for dtype in (np.float32, np.int32):
+            args = [((), np.float64, weak_x), ((4,), dtype, False)]
+            got = dynjax.eval_shape(lambda x, y: x * y, *[S(sh, dt, weak_type=w) for sh, dt, w in args])
+            want = jax.eval_shape(lambda x, y: x * y,
+                                  *[jax.ShapeDtypeStruct(sh, dt, weak_type=w) for sh, dt, w in args])
+            assert (got.shape, got.dtype) == (want.shape, want.dtype)
+            # dynjax's one difference: a weak scalar of a higher kind than a strong array
+            # (f64 weak * i32[4]) gives a strong f64 array (jax: weak), as eager numpy results
+            # (which carry no weak flag) do, so eager and compiled agree
+            assert got.weak_type == (want.weak_type and dtype is not np.int32)
+            # a jax.ShapeDtypeStruct argument keeps its weak type in dynjax too
+            foreign = dynjax.eval_shape(lambda x, y: x * y,
+                                        *[jax.ShapeDtypeStruct(sh, dt, weak_type=w) for sh, dt, w in args])
+            assert foreign.dtype == want.dtype
+    out = dynjax.eval_shape(lambda x: x * 2.0, 1.0)
+    assert out.weak_type and out.dtype == np.float64
+    f = dynjax.qjit(lambda x, y: x * y)
+    assert f(np.float64(2.0), np.ones(3, np.float32)).dtype == np.float64
+    with pytest.raises(ValueError, match="sizes must be >= 0"):
+        S((3, -1))
+    with pytest.raises(TypeError, match="shape must be"):
+        S((3, "a"))
+    with pytest.raises(TypeError, match="unexpected"):
+        s.update(colour=1)
+
+
 def test_typeof_block_device():
     assert str(dynjax.typeof(np.ones((2, 3), np.float32))) == "f32[2,3]"
     tree = {"a": np.ones(2), "b": [1.0]}

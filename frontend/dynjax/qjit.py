@@ -104,7 +104,7 @@ def _leaf_key(x):
     if isinstance(x, np.generic):
         return ((), x.dtype)
     if isinstance(x, ShapeDtypeStruct):
-        return (x.shape, x.dtype)
+        return (x.shape, x.dtype, x.weak_type)
     return (t, getattr(x, "shape", None), str(getattr(x, "dtype", None)))
 
 

@@ -46,7 +46,8 @@ def eval_shape(fun: Callable, *args, **kwargs):
     jaxpr = closed.jaxpr
     outs = [v.aval for v, e in zip(jaxpr.outvars, jaxpr.out_explicit) if e]
     return pytree.tree_unflatten(out_tree, [
-        ShapeDtypeStruct(tuple(d if isinstance(d, (int, np.integer)) else None for d in a.shape), a.dtype)
+        ShapeDtypeStruct(tuple(d if isinstance(d, (int, np.integer)) else None for d in a.shape), a.dtype,
+                         weak_type=a.weak_type)
         for a in outs])
 
 

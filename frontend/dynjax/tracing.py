@@ -16,7 +16,8 @@ an ``int`` instead of a string to mean "a fresh dynamic axis".
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass
+import dataclasses
+from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
@@ -33,13 +34,56 @@ from .core.trace import Tracer
 
 @dataclass(frozen=True)
 class ShapeDtypeStruct:
-    """An argument spec for ahead-of-time tracing: ``None`` entries of ``shape`` are dynamic."""
+    """An argument or result spec: a shape and a dtype, with no data (JAX's
+    ``ShapeDtypeStruct``). ``None`` entries of ``shape`` are dynamic sizes (dynjax's addition).
+    ``weak_type=True`` marks a Python-scalar-like value (it takes the dtype of the arrays it is
+    combined with); ``sharding`` is kept for JAX compatibility (a program runs on one device)."""
     shape: Tuple[Optional[int], ...]
     dtype: Any = float64
+    sharding: Any = field(default=None, kw_only=True, compare=False)
+    weak_type: bool = field(default=False, kw_only=True)
 
     def __post_init__(self):
-        object.__setattr__(self, "shape", tuple(self.shape))
+        shape = self.shape
+        if isinstance(shape, (int, np.integer)) or shape is None:
+            shape = (shape,)
+        try:
+            shape = tuple(shape)
+        except TypeError:
+            shape = None
+        # a size is an int, None (dynamic), or a traced size (``x.shape[0]`` inside a trace)
+        if shape is None or any(isinstance(d, (str, bytes, float, complex, np.floating, bool))
+                                for d in shape):
+            raise TypeError(f"ShapeDtypeStruct: shape must be a sequence of ints or None (a dynamic "
+                            f"size), got {self.shape!r}")
+        shape = tuple(int(d) if isinstance(d, (int, np.integer)) else d for d in shape)
+        if any(isinstance(d, int) and d < 0 for d in shape):
+            raise ValueError(f"ShapeDtypeStruct: sizes must be >= 0, got {shape}")
+        object.__setattr__(self, "shape", shape)
         object.__setattr__(self, "dtype", canonical_dtype(self.dtype))
+        object.__setattr__(self, "weak_type", bool(self.weak_type))
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def size(self) -> Optional[int]:
+        """The number of elements (``None`` when a size is dynamic)."""
+        if not all(isinstance(d, int) for d in self.shape):
+            return None
+        return int(np.prod(self.shape, dtype=np.int64))
+
+    def update(self, **changes) -> "ShapeDtypeStruct":
+        """A copy with ``shape``, ``dtype``, ``sharding`` or ``weak_type`` replaced."""
+        unknown = set(changes) - {"shape", "dtype", "sharding", "weak_type"}
+        if unknown:
+            raise TypeError(f"ShapeDtypeStruct.update: unexpected argument(s) {sorted(unknown)}")
+        return dataclasses.replace(self, **changes)
+
+    def __repr__(self):
+        extra = ", weak_type=True" if self.weak_type else ""
+        return f"ShapeDtypeStruct(shape={self.shape}, dtype={self.dtype.name}{extra})"
 
 
 def leaf_aval(x, where: str) -> ShapedArray:
@@ -54,7 +98,7 @@ def leaf_aval(x, where: str) -> ShapedArray:
 
 def _leaf_aval(x, where: str) -> ShapedArray:
     if isinstance(x, ShapeDtypeStruct):
-        return make_aval(tuple(0 if d is None else d for d in x.shape), x.dtype)
+        return make_aval(tuple(0 if d is None else d for d in x.shape), x.dtype, weak_type=x.weak_type)
     if isinstance(x, (bool, np.bool_)):
         return ShapedArray((), bool_)
     # Python scalars are weakly typed, as in numpy and JAX: `x_f32 * n` stays float32
@@ -77,7 +121,9 @@ def _leaf_aval(x, where: str) -> ShapedArray:
             raise TypeError(f"{where}: ragged or non-numeric nested list")
         return ShapedArray(arr.shape, canonical_dtype(arr.dtype))
     if hasattr(x, "shape") and hasattr(x, "dtype"):
-        return ShapedArray(tuple(x.shape), canonical_dtype(x.dtype))
+        # a foreign array or spec (a jax.Array, jax.ShapeDtypeStruct) keeps its weak type
+        weak = getattr(x, "weak_type", False)
+        return ShapedArray(tuple(x.shape), canonical_dtype(x.dtype), weak if isinstance(weak, bool) else False)
     raise TypeError(f"{where}: {type(x).__name__} is not a valid argument type "
                     "(expected an array, a Python scalar, or a pytree of them)")
 
