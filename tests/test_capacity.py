@@ -196,3 +196,79 @@ def test_introspection_shows_the_capacity_executable():
     f(40)
     assert "stablehlo.while" in f.mlir_specialized and "tensor<64xf64>" in f.mlir_specialized
     assert "while" in f.hlo
+
+
+def grow_while(x):
+    """Issue 22's growing stream: append one element per step up to 0.9 n + 1 elements."""
+    m = (9 * x.shape[0]) // 10 + 1
+    return lax.while_loop(lambda a: a.shape[0] < m,
+                          lambda a: jnp.concatenate([a, a[-1:] * 0.5 + x[a.shape[0]]]),
+                          x[:1], allow_array_resizing=True)
+
+
+def grow_while_np(x):
+    m = (9 * x.shape[0]) // 10 + 1
+    a = x[:1]
+    while a.shape[0] < m:
+        a = np.concatenate([a, a[-1:] * 0.5 + x[a.shape[0]]])
+    return a
+
+
+def test_a_stream_of_sizes_compiles_logarithmically_many_capacity_programs():
+    """Sizes in any order: a run that completed serves every smaller size (its buckets and
+    capacities hold them), and a larger size starts from the capacities that served smaller
+    ones, scaled; so 40 sizes in 1..2000 need a handful of executables, not ~3 per size."""
+    f = qjit(grow_while, abstracted_axes=({0: "n"},))
+    rng = np.random.default_rng(0)
+    base = rng.standard_normal(2000)
+    sizes = [int(n) for n in rng.choice(np.arange(1, 2001), 40, replace=False)]
+    for n in sizes:
+        np.testing.assert_allclose(f(base[:n]), grow_while_np(base[:n]), rtol=1e-13)
+    info = f.cache_info()
+    assert info["padded_runs"] == len(sizes) and info["host_steps"] == 0
+    # 16 -> 64 -> 256 -> 1024 -> 4096 for the first (largest-so-far) size, and few after
+    assert info["padded_compilations"] <= 8, info
+    before = info["padded_compilations"]
+    for n in sorted(sizes, reverse=True)[:10] + [1, 2, 3]:   # smaller sizes: no compile
+        np.testing.assert_allclose(f(base[:n]), grow_while_np(base[:n]), rtol=1e-13)
+    assert f.cache_info()["padded_compilations"] == before
+
+
+def test_a_tail_slice_keeps_its_width_in_a_capacity_loop():
+    """``a[-1:]`` of a growing array is ``min(n, 1)`` wide: the loop body works on one element,
+    not on the whole capacity buffer (each step was O(capacity) before)."""
+    f = qjit(grow_while, abstracted_axes=({0: "n"},))
+    x = np.linspace(-1, 1, 1500)
+    np.testing.assert_allclose(f(x), grow_while_np(x), rtol=1e-13)
+    body = f.mlir_specialized.split("do {")[1]
+    widths = {int(w) for w in __import__("re").findall(r"tensor<(\d+)xf64>", body)}
+    capacity = max(widths)
+    assert capacity >= 1351
+    ops_on_capacity = [line for line in body.splitlines()
+                       if f"tensor<{capacity}xf64>" in line and "=" in line]
+    # only the in-place write of the new element touches the buffer
+    assert len(ops_on_capacity) <= 3, ops_on_capacity
+    for n in (1, 2, 5):
+        y = np.arange(float(n))
+        np.testing.assert_allclose(f(y), grow_while_np(y), rtol=1e-13)
+
+
+def test_long_runs_reuse_one_runner_thread():
+    """Runs waited for interruptibly (a while loop's trip count is an input) are handed to a
+    reused runner thread, not a new thread per call."""
+    import threading
+    from dynjax.runtime import xla
+
+    @qjit
+    def count(k):
+        return lax.while_loop(lambda c: c[0] < k, lambda c: (c[0] + 1, c[1] + 1.0), (0, 0.0))[1]
+
+    assert count(3) == 3.0
+    assert count._entry().program.single.last_executable.wait_interruptibly
+    assert xla.wait_for_runs(10)
+    runners = {id(r) for r in xla._RUNNERS.all}
+    for k in range(20):
+        assert count(k) == float(k)
+    assert {id(r) for r in xla._RUNNERS.all} == runners and len(runners) == 1
+    assert [t.name for t in threading.enumerate()].count("dynjax-run") == 1
+    assert xla.wait_for_runs(10) and xla.runs_in_flight() == 0

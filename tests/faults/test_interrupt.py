@@ -70,8 +70,8 @@ COMPILED = PRELUDE + textwrap.dedent("""
     report["small"] = small
     exe = count._entry().program.single.last_executable
     report["waits_interruptibly"] = bool(exe.wait_interruptibly)
-    runs = [t for t in threading.enumerate() if t.name == "dynjax-run"]
-    report["abandoned_runs"] = len(runs)
+    from dynjax.runtime import xla
+    report["abandoned_runs"] = xla.runs_in_flight()
     finish(report)
 """)
 
@@ -159,10 +159,8 @@ def test_an_abandoned_run_returns_its_stage_and_results_are_discarded():
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
     assert float(count(7)) == 7.0   # while the abandoned run goes on
-    import threading
-    for t in [t for t in threading.enumerate() if t.name == "dynjax-run"]:
-        t.join(120)
-        assert not t.is_alive()
+    from dynjax.runtime import xla
+    assert xla.wait_for_runs(120)
     assert len(exe._stages) >= free + 1   # the abandoned run's stage is back in the pool
     assert float(count(9)) == 9.0
 

@@ -10,6 +10,9 @@ iteration fits (``padding._resizing_loop``). When an iteration would not fit, th
 reports it; the host grows that loop's capacities fourfold and runs the program again. A
 loop growing to ``n`` elements thus costs ``log4(n)`` compiles the first time; the
 capacities that sufficed are remembered, so later calls run once, with no host round trip.
+A run that completed serves every later call whose inputs fit its size buckets, and a call
+with larger inputs starts from the capacities that served smaller ones, scaled up
+(``CapacityProgram._choose``).
 """
 from __future__ import annotations
 
@@ -124,7 +127,9 @@ class CapacityProgram:
         self.sized = [i for i, v in enumerate(jaxpr.invars) if _is_int_scalar(v) and id(v) in need]
         self.loops = resizing_loops(jaxpr)
         self.runs = BoundedCache(stats.cache_size, executables=True)   # (buckets, capacities) -> PaddedRun
-        self.hints = BoundedCache(stats.cache_size)     # buckets -> the capacities that sufficed
+        # buckets -> the (buckets, capacities) of the run that served them
+        self.hints = BoundedCache(stats.cache_size)
+        self.sufficed = BoundedCache(stats.cache_size)  # (buckets, capacities) that completed a run
         self.checked = BoundedCache(stats.cache_size)   # sizes whose host checks passed
         self.usable = True
         # introspection only (f.mlir_specialized, f.hlo): never read on a call path
@@ -138,10 +143,8 @@ class CapacityProgram:
         if values not in self.checked:
             self._check(values)
             self.checked.put(values, True)
-        bounds = tuple([bucket(v) for v in values])
-        caps = self.hints.get(bounds)
-        if caps is None:
-            caps = tuple([(MIN_BUCKET,) * e.params["nimplicit"] for e in self.loops])
+        own = tuple([bucket(v) for v in values])
+        bounds, caps = self._choose(own)
         while True:
             key = (bounds, caps)
             run = self.runs.get(key)
@@ -163,12 +166,39 @@ class CapacityProgram:
                 continue
             self.stats.padded_runs += 1
             self.last_specialized, self.last_executable = run.text, run.exe
-            if self.hints.get(bounds) != caps:
-                self.hints.put(bounds, caps)
+            if self.hints.get(own) != (bounds, caps):
+                self.hints.put(own, (bounds, caps))
+                self.sufficed.put((bounds, caps), True)
             explain.maybe(explain.tiers, lambda: "padded tier, resizing loops at capacities "
                           f"{[list(c) for c in caps]}" + "".join(
                               f", {self.describe_input(i)} = {v}" for i, v in zip(self.sized, values)))
             return outs
+
+    def _choose(self, own):
+        """The (buckets, capacities) to run inputs of buckets ``own`` at: the run that served
+        these buckets before; else the smallest run that completed for buckets at least as
+        large (its padded shapes hold these inputs, and its loops had room for larger ones);
+        else a first guess: the capacities that served the largest smaller buckets, scaled by
+        how much larger these buckets are (loops usually grow with their inputs), or the
+        smallest capacities when nothing ran yet. So sizes arriving in any order compile a
+        number of executables logarithmic in their range."""
+        hint = self.hints.get(own)
+        if hint is not None:
+            return hint
+        above, below = None, None
+        for b, c in self.sufficed.keys():
+            if all(x >= y for x, y in zip(b, own)):
+                if above is None or sum(b) < sum(above[0]):
+                    above = (b, c)
+            elif all(x <= y for x, y in zip(b, own)) and (below is None or sum(b) > sum(below[0])):
+                below = (b, c)
+        if above is not None:
+            return above
+        if below is None:
+            return own, tuple([(MIN_BUCKET,) * e.params["nimplicit"] for e in self.loops])
+        b, c = below
+        scale = max([o / max(x, 1) for o, x in zip(own, b)], default=1.0)
+        return own, tuple([tuple([bucket(int(k * scale + 0.5)) for k in loop]) for loop in c])
 
     def _grown(self, caps, over: CapacityExceeded):
         """The capacities after loop ``over.loop`` stopped early: the sizes it did not have

@@ -62,7 +62,8 @@ EAGER_MAX_FLOPS = 3e7
 
 #: an executable whose run the cost model puts above this many FLOPs, or cannot bound (a
 #: while loop, a trip count passed at run time), is waited for on a helper thread so that
-#: Ctrl-C interrupts it (``runtime.xla._call_interruptibly``: ~35 us per call)
+#: Ctrl-C interrupts it (``runtime.xla._call_interruptibly``: a reused runner thread, a few
+#: microseconds per call)
 LONG_FLOPS = 1e8
 
 

@@ -81,6 +81,12 @@ def _bound(v, n, is_start):
 
 def _dynamic_slice_range(it, n):
     """(start, size) of a step-1 slice with traced bounds or over a dynamic axis."""
+    if (isinstance(it.start, (int, np.integer)) and it.start < 0 and it.stop is None
+            and not isinstance(n, int)):
+        # ``x[-k:]``: the size is ``min(n, k)``, which says it is at most ``k`` (the padded
+        # tier then keeps the slice k wide instead of the whole buffer)
+        size = canonicalize_dim(lax.min(n, -int(it.start)))
+        return canonicalize_dim(lax.sub(n, size)), size
     start = _bound(it.start, n, True)
     stop = _bound(it.stop, n, False)
     if isinstance(start, int) and start == 0:
@@ -267,7 +273,7 @@ def _slice(x, shape, starts, sizes):
            for s, z, d in zip(starts, sizes, shape)):
         limits = [s + z if isinstance(d, int) else None for s, z, d in zip(starts, sizes, shape)]
         return lax.slice(x, starts, limits)
-    return lax.dynamic_slice(x, starts, sizes)
+    return lax.api.dynamic_slice(x, starts, sizes)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -630,7 +636,7 @@ def _region_update(x, plan, v, kind):
         v = squeeze(v, tuple(plan.new_axes))
     if plan.squeeze_axes:
         v = expand_dims(v, tuple(plan.squeeze_axes))
-    return lax.dynamic_update_slice(x, _combine(region, v, kind), plan.starts)
+    return lax.api.dynamic_update_slice(x, _combine(region, v, kind), plan.starts)
 
 
 def _scatter_update(x, items, v, kind, mode):

@@ -1,0 +1,352 @@
+"""Streams of sizes: 50 calls at distinct sizes in 1..2000, dynjax beside its peers (issue 22).
+
+    pip install -e ".[bench]" && python bench/streams.py [--calls 50] [--top 2000] [--only NAME]
+    pip install torch==2.13.0   # optional: adds the torch.compile(dynamic=True) column
+
+Five streams, the same sizes and the same arrays for every framework, in one process, the
+frameworks interleaved call by call (call k of every framework runs before call k+1 of any):
+
+* ``mlp``       ``tanh(x @ W1) @ W2``, x ``(n, 64)``
+* ``attention`` ``softmax(q k^T / 8) v``, q k v ``(n, 64)``
+* ``lstsq``     the gradient of ``0.5 |A w - b|^2`` in ``w``, A ``(n, 32)``
+* ``grow``      a while loop appending one element per step until ``0.9 n + 1`` elements
+* ``mask``      ``sum(x[x > 0] ** 2)``
+
+Peers: ``jax.jit`` (a retrace and compile per new size; for ``mask`` the ``where`` form, for
+``grow`` a fixed buffer of the largest size), ``jax.jit`` with the inputs padded by hand to the
+next power of two plus a mask, ``torch.compile(dynamic=True)`` where torch is installed, and
+numpy. Printed per stream and framework: the total, the first call, calls 2..N, the p90 and max
+of calls 6..N (seconds), and dynjax's compile counts. Every result is checked against numpy.
+
+``--compile`` adds the compile-time scaling: K = 10, 100, 300 chained elementwise steps, the
+time XLA takes to compile dynjax's specialized module against jax's module of the same program
+(both compiled by the same XLA client, medians of 3), and the op counts of both modules.
+"""
+from __future__ import annotations
+
+import argparse
+import collections
+import os
+import re
+import statistics
+import sys
+import time
+
+os.environ.setdefault("DYNJAX_DISABLE_DISK_CACHE", "1")
+os.environ.setdefault("JAX_ENABLE_COMPILATION_CACHE", "false")
+os.environ.setdefault("JAX_PLATFORMS", "cpu")
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+
+import numpy as np  # noqa: E402
+
+import dynjax  # noqa: E402
+import dynjax.numpy as dnp  # noqa: E402
+from dynjax import lax as dlax  # noqa: E402
+from dynjax.execution import tiers  # noqa: E402
+
+try:
+    import jax  # noqa: E402
+    import jax.numpy as jjnp  # noqa: E402
+    from jax import lax as jlax  # noqa: E402
+except ImportError:  # pragma: no cover
+    sys.exit('streams.py needs jax: pip install -e ".[bench]"')
+try:
+    import torch  # noqa: E402
+    torch.set_num_threads(os.cpu_count() or 1)
+except ImportError:  # pragma: no cover
+    torch = None
+
+jax.config.update("jax_enable_x64", True)
+jax.config.update("jax_enable_compilation_cache", False)
+pc = time.perf_counter
+
+
+def pow2(n: int) -> int:
+    return 1 << max(0, (n - 1).bit_length())
+
+
+# ----------------------------------------------------------------------------------------------
+# the streams: each gives make_inputs(rng, n) and one callable per framework (or None)
+W1 = np.random.default_rng(1).standard_normal((64, 128)) / 8
+W2 = np.random.default_rng(2).standard_normal((128, 10)) / 11
+
+
+def mlp_inputs(rng, n):
+    return (rng.standard_normal((n, 64)),)
+
+
+def mlp_np(x):
+    return np.tanh(x @ W1) @ W2
+
+
+def mlp_frameworks():
+    dj = dynjax.qjit(lambda x: dnp.tanh(x @ W1) @ W2, abstracted_axes=({0: "n"},))
+    jj = jax.jit(lambda x: jjnp.tanh(x @ W1) @ W2)
+
+    def padded(x):
+        n = x.shape[0]
+        xp = np.zeros((pow2(n), 64))
+        xp[:n] = x
+        return np.asarray(jj(xp))[:n]
+    out = {"dynjax": dj, "jax.jit": lambda x: np.asarray(jj(x)), "jax padded": padded}
+    if torch is not None:
+        t1, t2 = torch.from_numpy(W1), torch.from_numpy(W2)
+        tc = torch.compile(lambda x: torch.tanh(x @ t1) @ t2, dynamic=True)
+        out["torch.compile"] = lambda x: tc(torch.from_numpy(x)).numpy()
+    return out
+
+
+def attention_inputs(rng, n):
+    return tuple(rng.standard_normal((n, 64)) for _ in range(3))
+
+
+def attention_np(q, k, v):
+    s = q @ k.T / 8.0
+    e = np.exp(s - s.max(axis=1, keepdims=True))
+    return (e / e.sum(axis=1, keepdims=True)) @ v
+
+
+def attention_frameworks():
+    def dj_f(q, k, v):
+        return dynjax.nn.softmax(q @ k.T / 8.0, axis=1) @ v
+    dj = dynjax.qjit(dj_f, abstracted_axes=({0: "n"}, {0: "n"}, {0: "n"}))
+    jj = jax.jit(lambda q, k, v: jax.nn.softmax(q @ k.T / 8.0, axis=1) @ v)
+
+    @jax.jit
+    def jj_masked(q, k, v, n):
+        s = q @ k.T / 8.0
+        s = jjnp.where(jjnp.arange(s.shape[1])[None, :] < n, s, -jjnp.inf)
+        return jax.nn.softmax(s, axis=1) @ v
+
+    def padded(q, k, v):
+        n = q.shape[0]
+        p = pow2(n)
+        pad = lambda a: np.concatenate([a, np.zeros((p - n, 64))])  # noqa: E731
+        return np.asarray(jj_masked(pad(q), pad(k), pad(v), n))[:n]
+    out = {"dynjax": dj, "jax.jit": lambda *a: np.asarray(jj(*a)), "jax padded": padded}
+    if torch is not None:
+        tc = torch.compile(lambda q, k, v: torch.softmax(q @ k.T / 8.0, dim=1) @ v, dynamic=True)
+        out["torch.compile"] = lambda *a: tc(*map(torch.from_numpy, a)).numpy()
+    return out
+
+
+W0 = np.random.default_rng(3).standard_normal(32)
+
+
+def lstsq_inputs(rng, n):
+    return rng.standard_normal((n, 32)), rng.standard_normal(n)
+
+
+def lstsq_np(a, b):
+    return a.T @ (a @ W0 - b)
+
+
+def lstsq_frameworks():
+    dj = dynjax.qjit(dynjax.grad(lambda w, a, b: 0.5 * dnp.sum((a @ w - b) ** 2)),
+                     abstracted_axes=(None, {0: "n"}, {0: "n"}))
+    jj = jax.jit(jax.grad(lambda w, a, b: 0.5 * jjnp.sum((a @ w - b) ** 2)))
+
+    def padded(a, b):
+        n = a.shape[0]
+        ap, bp = np.zeros((pow2(n), 32)), np.zeros(pow2(n))
+        ap[:n], bp[:n] = a, b
+        return np.asarray(jj(W0, ap, bp))
+    out = {"dynjax": lambda a, b: dj(W0, a, b), "jax.jit": lambda a, b: np.asarray(jj(W0, a, b)),
+           "jax padded": padded}
+    if torch is not None:
+        def tf(w, a, b):
+            return a.T @ (a @ w - b)   # the gradient written out (torch.compile and autograd)
+        tc = torch.compile(tf, dynamic=True)
+        tw = torch.from_numpy(W0)
+        out["torch.compile"] = lambda a, b: tc(tw, torch.from_numpy(a), torch.from_numpy(b)).numpy()
+    return out
+
+
+def grow_inputs(rng, n):
+    return (rng.standard_normal(n),)
+
+
+def grow_np(x):
+    m = (9 * x.shape[0]) // 10 + 1
+    a = x[:1]
+    while a.shape[0] < m:
+        a = np.concatenate([a, a[-1:] * 0.5 + x[a.shape[0]]])
+    return a
+
+
+def grow_frameworks():
+    def dj_f(x):
+        m = (9 * x.shape[0]) // 10 + 1
+        return dlax.while_loop(lambda a: a.shape[0] < m,
+                               lambda a: dnp.concatenate([a, a[-1:] * 0.5 + x[a.shape[0]]]),
+                               x[:1], allow_array_resizing=True)
+    dj = dynjax.qjit(dj_f, abstracted_axes=({0: "n"},))
+
+    def fill(x, buf, m):
+        def body(i, b):
+            return b.at[i].set(b[i - 1] * 0.5 + x[i])
+        return jlax.fori_loop(1, m, body, buf.at[0].set(x[0]))
+
+    jj = jax.jit(lambda x: fill(x, jjnp.zeros_like(x), (9 * x.shape[0]) // 10 + 1))
+    jj_masked = jax.jit(fill)
+
+    def padded(x):
+        n = x.shape[0]
+        m = (9 * n) // 10 + 1
+        xp = np.zeros(pow2(n))
+        xp[:n] = x
+        return np.asarray(jj_masked(xp, np.zeros(pow2(n)), m))[:m]
+    out = {"dynjax": dj, "jax.jit": lambda x: np.asarray(jj(x))[:(9 * x.shape[0]) // 10 + 1],
+           "jax padded": padded}
+    if torch is not None:
+        def tf(x, m: int):
+            buf = torch.zeros(m, dtype=x.dtype)
+            buf[0] = x[0]
+            for i in range(1, m):     # dynamo unrolls Python loops; run it eagerly instead
+                buf[i] = buf[i - 1] * 0.5 + x[i]
+            return buf
+        out["torch (eager)"] = lambda x: tf(torch.from_numpy(x), (9 * x.shape[0]) // 10 + 1).numpy()
+    return out
+
+
+def mask_inputs(rng, n):
+    return (rng.standard_normal(n),)
+
+
+def mask_np(x):
+    return np.sum(x[x > 0] ** 2)
+
+
+def mask_frameworks():
+    dj = dynjax.qjit(lambda x: dnp.sum(x[x > 0] ** 2), abstracted_axes=({0: "n"},))
+    jj = jax.jit(lambda x: jjnp.sum(jjnp.where(x > 0, x, 0.0) ** 2))
+
+    def padded(x):
+        xp = np.zeros(pow2(x.shape[0]))
+        xp[:x.shape[0]] = x
+        return float(jj(xp))
+    out = {"dynjax": dj, "jax.jit (where)": lambda x: float(jj(x)), "jax padded": padded}
+    if torch is not None:
+        tc = torch.compile(lambda x: (x[x > 0] ** 2).sum(), dynamic=True)
+        out["torch.compile"] = lambda x: float(tc(torch.from_numpy(x)))
+    return out
+
+
+STREAMS = {
+    "mlp": (mlp_inputs, mlp_np, mlp_frameworks),
+    "attention": (attention_inputs, attention_np, attention_frameworks),
+    "lstsq": (lstsq_inputs, lstsq_np, lstsq_frameworks),
+    "grow": (grow_inputs, grow_np, grow_frameworks),
+    "mask": (mask_inputs, mask_np, mask_frameworks),
+}
+
+
+# ----------------------------------------------------------------------------------------------
+# measurement
+def run_stream(name, calls, top, seed=0):
+    make_inputs, np_f, frameworks = STREAMS[name]
+    rng = np.random.default_rng(seed)
+    sizes = rng.choice(np.arange(1, top + 1), size=calls, replace=False)
+    inputs = [make_inputs(rng, int(n)) for n in sizes]
+    fws = frameworks()
+    fws["numpy"] = np_f
+    times = {k: [] for k in fws}
+    for k, args in enumerate(inputs):
+        want = np_f(*args)
+        for fw in fws:
+            t = pc()
+            got = fws[fw](*args)
+            times[fw].append(pc() - t)
+            np.testing.assert_allclose(np.asarray(got), want, rtol=1e-7, atol=1e-9,
+                                       err_msg=f"{name} / {fw} at n = {sizes[k]}")
+    info = fws["dynjax"].cache_info() if hasattr(fws["dynjax"], "cache_info") else {}
+    tiers.wait_for_background()
+    return sizes, times, info
+
+
+def summarize(times):
+    ts = np.asarray(times)
+    rest = ts[5:] if len(ts) > 5 else ts
+    return {"total": ts.sum(), "first": ts[0], "2..N": ts[1:].sum(),
+            "p90 6..N": float(np.percentile(rest, 90)), "max 6..N": rest.max()}
+
+
+def fmt(s: float) -> str:
+    return f"{s * 1e3:.1f} ms" if s < 1 else f"{s:.2f} s"
+
+
+def print_stream(name, sizes, times, info):
+    print(f"\n### {name} ({len(sizes)} sizes in {sizes.min()}..{sizes.max()})\n")
+    print("| framework | total | first | calls 2..N | p90 6..N | max 6..N | total / jax padded |")
+    print("|---|---:|---:|---:|---:|---:|---:|")
+    rows = {fw: summarize(ts) for fw, ts in times.items()}
+    ref = rows.get("jax padded", {}).get("total")
+    for fw, r in rows.items():
+        ratio = f"{r['total'] / ref:.2f}x" if ref else "—"
+        print(f"| {fw} | {fmt(r['total'])} | {fmt(r['first'])} | {fmt(r['2..N'])} | "
+              f"{fmt(r['p90 6..N'])} | {fmt(r['max 6..N'])} | {ratio} |")
+    keys = ("traces", "compilations", "padded_compilations", "background_compilations",
+            "exact_runs", "padded_runs", "eager_runs", "host_steps")
+    print("\ndynjax: " + ", ".join(f"{k} {info[k]}" for k in keys if k in info))
+
+
+# ----------------------------------------------------------------------------------------------
+# compile time of the module, dynjax against jax
+def op_counts(text: str) -> collections.Counter:
+    return collections.Counter(re.findall(r"= (?:\"?)(stablehlo\.[a-z_]+|func\.call|call)", text))
+
+
+def compile_scaling(ks=(10, 100, 300), n=1000):
+    from dynjax.runtime import xla as dxla
+
+    def chain(np_mod, k):
+        def f(x):
+            for _ in range(k):
+                x = np_mod.sin(x) * 1.0001 + np_mod.cos(x) * 0.5
+            return x
+        return f
+    print("\n### compile time: XLA on dynjax's specialized module vs jax's module\n")
+    print("| K | dynjax module | jax module | ratio | dynjax ops | jax ops |")
+    print("|---:|---:|---:|---:|---|---|")
+    x = np.linspace(0, 1, n)
+    for k in ks:
+        os.environ["DYNJAX_TIERS"] = "exact"
+        f = dynjax.qjit(chain(dnp, k), abstracted_axes=({0: "n"},))
+        f(x)
+        dj_text = f.mlir_specialized
+        jx_text = jax.jit(chain(jjnp, k)).lower(x).as_text()
+        td, tj = [], []
+        for _ in range(3):
+            t = pc()
+            dxla.compile(dj_text)
+            td.append(pc() - t)
+            t = pc()
+            dxla.compile(jx_text)
+            tj.append(pc() - t)
+        d, j = statistics.median(td), statistics.median(tj)
+        dc, jc = op_counts(dj_text), op_counts(jx_text)
+        short = lambda c: ", ".join(f"{o.split('.')[-1]} {m}" for o, m in c.most_common(6))  # noqa: E731
+        print(f"| {k} | {fmt(d)} | {fmt(j)} | {d / j:.2f}x | {short(dc)} | {short(jc)} |")
+    os.environ.pop("DYNJAX_TIERS", None)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--calls", type=int, default=50)
+    ap.add_argument("--top", type=int, default=2000)
+    ap.add_argument("--only", action="append", choices=sorted(STREAMS))
+    ap.add_argument("--compile", action="store_true", help="also the compile-time scaling")
+    args = ap.parse_args(argv)
+    with open("/proc/loadavg") as fh:
+        print("load average at start:", " ".join(fh.read().split()[:3]))
+    for name in args.only or STREAMS:
+        sizes, times, info = run_stream(name, args.calls, args.top)
+        print_stream(name, sizes, times, info)
+    if args.compile:
+        compile_scaling()
+    with open("/proc/loadavg") as fh:
+        print("\nload average at end:", " ".join(fh.read().split()[:3]))
+
+
+if __name__ == "__main__":
+    main()
