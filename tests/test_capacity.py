@@ -269,6 +269,7 @@ def test_long_runs_reuse_one_runner_thread():
     runners = {id(r) for r in xla._RUNNERS.all}
     for k in range(20):
         assert count(k) == float(k)
-    assert {id(r) for r in xla._RUNNERS.all} == runners and len(runners) == 1
-    assert [t.name for t in threading.enumerate()].count("dynjax-run") == 1
+    # no new runner: the idle ones (at most MAX_IDLE, from earlier concurrent calls) served
+    assert {id(r) for r in xla._RUNNERS.all} == runners and 1 <= len(runners) <= xla._RunnerPool.MAX_IDLE
+    assert [t.name for t in threading.enumerate()].count("dynjax-run") == len(runners)
     assert xla.wait_for_runs(10) and xla.runs_in_flight() == 0
