@@ -32,6 +32,22 @@ def _ints(rng, shape):
 
 
 # name, function, arguments for size n, abstracted axes, numpy oracle
+@dynjax.custom_jvp
+def _twice_plus_sum(x):
+    return x * 2 + jnp.sum(x)
+
+
+_twice_plus_sum.defjvp(lambda p, t: (_twice_plus_sum(p[0]), t[0] * 2 + jnp.sum(t[0])))
+
+
+@dynjax.custom_vjp
+def _reversed_times_3(x):
+    return x[::-1] * 3
+
+
+_reversed_times_3.defvjp(lambda x: (_reversed_times_3(x), None), lambda _, g: (g[::-1] * 3,))
+
+
 PROGRAMS = [
     ("sum_sin", lambda x: jnp.sum(jnp.round(jnp.sin(x) * 4)), lambda r, n: [_ints(r, n)], {0: "n"},
      lambda x: np.sum(np.round(np.sin(x) * 4))),
@@ -60,6 +76,10 @@ PROGRAMS = [
      lambda r, n: [_ints(r, n)], {0: "n"}, None),
     ("cond", lambda x: lax.cond(jnp.sum(x) > 0, lambda v: v * 2, lambda v: v[::-1] + 1, x),
      lambda r, n: [_ints(r, n)], {0: "n"}, lambda x: x * 2 if np.sum(x) > 0 else x[::-1] + 1),
+    # functions with custom derivative rules run their primal bodies, padded
+    ("custom_rules", lambda x: (_twice_plus_sum(x), _reversed_times_3(x[1:]), dynjax.nn.relu(x - 1)),
+     lambda r, n: [_ints(r, n)], {0: "n"},
+     lambda x: (x * 2 + np.sum(x), x[1:][::-1] * 3, np.maximum(x - 1, 0))),
 ]
 
 

@@ -898,12 +898,22 @@ def _scan(ctx, eqn, *ops):
     return bind_for_loop(step_fn, np.int64(0), n, np.int64(1), carries + ys, True)
 
 
+def _custom_call(ctx, eqn, *ops):
+    """A ``custom_jvp`` / ``custom_vjp`` function runs its primal body (its derivative rules
+    took effect at trace time): pad the body, whose inputs are the equation's operands."""
+    body = eqn.params["call_jaxpr"]
+    return _nested(ctx, eqn, 0, body, list(ops), [[(k, k) for k in range(len(body.invars))]])
+
+
 def _control_flow_rules():
     from ..control_flow.primitives import cond_p, for_loop_p, scan_p, while_loop_p
     padding_rules[for_loop_p] = _for_loop
     padding_rules[while_loop_p] = _while_loop
     padding_rules[cond_p] = _cond
     padding_rules[scan_p] = _scan
+    from ..transforms.custom import custom_jvp_call_p, custom_vjp_call_p
+    padding_rules[custom_jvp_call_p] = _custom_call
+    padding_rules[custom_vjp_call_p] = _custom_call
 
 
 _control_flow_rules()
