@@ -111,7 +111,8 @@ EXCLUDED: Dict[str, str] = {
              "its zeros is accurate in absolute terms only); eager and compiled values, special values "
              "included, are compared with tolerances in test_scipy.py"
        for name in ("erf", "erfc", "erf_inv", "lgamma", "digamma", "bessel_i0e", "bessel_i1e", "igamma",
-                    "igammac", "zeta", "polygamma")},
+                    "igammac", "zeta", "polygamma", "igamma_grad_a", "random_gamma_grad",
+                    "regularized_incomplete_beta")},
     "conv_general_dilated": "numpy's einsum (eager) and XLA's convolution (compiled) sum in different "
                             "orders; eager, compiled, grad and vmap are compared with jax to a tolerance "
                             "in test_convolution.py",

@@ -214,8 +214,15 @@ def test_grad():
     np.testing.assert_allclose(gs, np.asarray(random.double_sided_maxwell(kd, 0.0, 1.0, (3,))).sum(), rtol=1e-12)
     gw = dynjax.grad(lambda s: random.weibull_min(kd, s, 1.5, (4,)).sum())(3.0)
     np.testing.assert_allclose(gw, np.asarray(random.weibull_min(kd, 1.0, 1.5, (4,))).sum(), rtol=1e-12)
-    with pytest.raises(NotImplementedError, match="gamma"):
-        dynjax.grad(lambda a: random.gamma(kd, a))(2.0)
+    # the gamma family in its shape parameter: JAX's implicit reparameterization gradient
+    a = np.array([0.2, 1.0, 2.5, 40.0])
+    for name in ("gamma", "loggamma"):
+        g = dynjax.grad(lambda a: getattr(random, name)(kd, a).sum())(a)
+        jg = jax.grad(lambda a: getattr(jr, name)(jr.PRNGKey(2), a).sum())(a)
+        np.testing.assert_allclose(g, np.asarray(jg), rtol=1e-12)
+    g = dynjax.grad(lambda b: random.beta(kd, 1.5, b, (3,)).sum())(2.0)
+    jg = jax.grad(lambda b: jr.beta(jr.PRNGKey(2), 1.5, b, (3,)).sum())(2.0)
+    np.testing.assert_allclose(g, np.asarray(jg), rtol=1e-12)
 
 
 def test_moments():

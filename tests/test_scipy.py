@@ -194,8 +194,7 @@ def test_primitive_derivatives_against_jax(k):
 
 
 def test_derivatives_not_implemented_raise():
-    for f in (lambda a: lax.igamma(a, 1.0), lambda a: lax.igammac(a, 1.0), lambda s: lax.zeta(s, 2.0),
-              lambda m: lax.polygamma(m, 2.0)):
+    for f in (lambda s: lax.zeta(s, 2.0), lambda m: lax.polygamma(m, 2.0)):
         with pytest.raises(NotImplementedError, match="first operand"):
             dynjax.grad(f)(2.0)
 

@@ -46,15 +46,16 @@ def against(got, scipy_val, jax_val, rtol, atol=0.0, jax_rtol=None):
 
 
 def three_ways(f, make, sizes=(0, 1, 7), rtol=1e-13, atol=1e-300, axes=None):
-    """``f(*make(n))`` eager, compiled at static sizes, and compiled once with a dynamic axis 0
-    run at every size: the compiled values close to the eager ones."""
+    """``f(*make(n))`` eager, compiled once with a dynamic axis 0 run at every size, and
+    compiled at the static last size (compiles are the cost): the compiled values close to
+    the eager ones."""
     nargs = len(make(1))
     dyn = dynjax.qjit(f, abstracted_axes=axes or ({0: "n"},) * nargs)
     static = dynjax.qjit(f)
     for n in sizes:
         args = make(n)
         eager = f(*args)
-        for got in (dyn(*args), static(*args)):
+        for got in (dyn(*args),) + ((static(*args),) if n == sizes[-1] else ()):
             for g, e in zip(dynjax.tree_flatten(got)[0], dynjax.tree_flatten(eager)[0]):
                 close(g, e, rtol, atol)
     assert dyn.cache_info()["traces"] == 1
@@ -210,3 +211,115 @@ def test_composition_vmap_and_softmax_grad():
     close(dynjax.vmap(lambda r: S.softmax(r))(x), sc.softmax(x, axis=1), 1e-14)
     g = dynjax.grad(lambda v: S.log_softmax(v)[1, 2])(x)
     close(g, np.asarray(jax.grad(lambda v: js.log_softmax(v)[1, 2])(x)), 1e-13, atol=1e-15)
+
+
+# ----------------------------------------------------------------------------------------------
+# betainc (the regularized_incomplete_beta primitive), igamma_grad_a, random_gamma_grad
+# ----------------------------------------------------------------------------------------------
+BETA_SPECIAL = (np.array([0.0, 0.0, 0.0, 0.0, 1.0, 1.0, 1.0, 2.0, np.inf, np.inf, 1.0, 2.0, -1.0, 1.0, 1.0, 1e-300,
+                          2.0, np.nan, 3.0, 1e-3, 0.5, 5.0]),
+                np.array([0.0, 1.0, 1.0, 1.0, 0.0, 0.0, 0.0, np.inf, 1.0, np.inf, np.inf, 3.0, 1.0, 1.0, 1.0, 1.0,
+                          1e-300, 1.0, np.nan, 1e-3, 0.5, 5.0]),
+                np.array([0.5, 0.0, 0.5, 1.0, 0.0, 0.5, 1.0, 0.5, 0.5, 0.5, 0.0, 1.5, 0.5, -0.1, 1.0, 0.5,
+                          0.5, 0.5, 0.5, 0.5, 1.0, 0.0]))
+
+
+@pytest.mark.parametrize("dt", [np.float64, np.float32])
+def test_betainc_against_scipy_and_jax(dt):
+    rng = np.random.default_rng(3)
+    a = np.concatenate([BETA_SPECIAL[0], rng.uniform(0.05, 5, 60), rng.uniform(5, 100, 40)])
+    b = np.concatenate([BETA_SPECIAL[1], rng.uniform(0.05, 5, 60), rng.uniform(5, 100, 40)])
+    x = np.concatenate([BETA_SPECIAL[2], rng.uniform(0, 1, 100)])
+    a, b, x = a.astype(dt), b.astype(dt), x.astype(dt)
+    eager = dynjax.lax.betainc(a, b, x)
+    want = sc.betainc(a.astype(np.float64), b.astype(np.float64), x.astype(np.float64))
+    jx = np.asarray(jax.lax.betainc(a, b, x))
+    # eager is scipy's; compiled runs the continued fraction (lax/special_series.py)
+    compiled = dynjax.qjit(dynjax.lax.betainc, abstracted_axes=({0: "n"},) * 3)(a, b, x)
+    ok = np.isfinite(want)
+    # float64: 2e-12 relative for a, b <= 100 (JAX's continued fraction: 1e-11); float32: the
+    # prefactor's exponent (lgamma(a + b) ~ 600) rounds to 1e-4 relative, as JAX's, and XLA
+    # flushes float32 subnormals to 0 (eager is scipy in float64, rounded)
+    tol, atol = {np.float64: (2e-12, 1e-300), np.float32: (1e-4, 1e-37)}[dt]
+    for got in (eager, compiled):
+        same_specials(got, want.astype(dt))
+        close(got[ok], want.astype(dt)[ok], tol, atol=atol)
+    same_specials(compiled, jx)
+    close(compiled[ok], jx[ok], 2e-11 if dt == np.float64 else 2e-4, atol=atol)
+    # through scipy.special's name, with promotion
+    close(S.betainc(2, 3, np.array([0.25])), sc.betainc(2.0, 3.0, np.array([0.25])), 1e-14)
+
+
+def test_betainc_series_on_a_wide_grid():
+    """The compiled algorithm, run eagerly, against scipy over four decades of a and b."""
+    from dynjax.lax import special_series
+    rng = np.random.default_rng(4)
+    a, b = 10 ** rng.uniform(-2, 2.3, 600), 10 ** rng.uniform(-2, 2.3, 600)
+    x = rng.uniform(0, 1, 600)
+    got = special_series.betainc(a, b, x)
+    np.testing.assert_allclose(got, sc.betainc(a, b, x), rtol=3e-12, atol=1e-300)
+
+
+def test_betainc_derivatives_sizes_and_vmap():
+    x = np.linspace(0.05, 0.95, 7)
+    g = dynjax.vmap(dynjax.grad(lambda x: S.betainc(2.5, 0.7, x)))(x)
+    close(g, np.asarray(jax.vmap(jax.grad(lambda x: js.betainc(2.5, 0.7, x)))(x)), 1e-12)
+    np.testing.assert_allclose(g[3], fd_grad(lambda v: S.betainc(2.5, 0.7, v), x[3]), rtol=1e-7)
+    with pytest.raises(NotImplementedError, match="operand a"):
+        dynjax.grad(lambda a: S.betainc(a, 2.0, 0.5))(1.0)
+    rng = np.random.default_rng(5)
+    three_ways(lambda a, b, x: S.betainc(a, b, x),
+               lambda n: (rng.uniform(0.1, 9, n), rng.uniform(0.1, 9, n), rng.uniform(0, 1, n)), rtol=1e-12)
+    a, b, x = rng.uniform(0.5, 4, (3, 4)), rng.uniform(0.5, 4, (3, 4)), rng.uniform(0, 1, (3, 4))
+    close(dynjax.vmap(dynjax.lax.betainc)(a, b, x), sc.betainc(a, b, x), 1e-13)
+    close(dynjax.vmap(dynjax.lax.betainc, in_axes=(None, 0, 0))(a[0], b, x), sc.betainc(a[0], b, x), 1e-13)
+
+
+IG_A = np.array([0.0, 1.0, -1.0, np.nan, 2.0, 2.0, np.inf, 1.0, 1e-3, 1e3, 1.0, 0.5, 30.0])
+IG_X = np.array([1.0, 0.0, 1.0, 1.0, np.nan, -1.0, 1.0, np.inf, 1e-3, 1e3, 1e-300, 40.0, 29.0])
+
+
+@pytest.mark.parametrize("dt", [np.float64, np.float32])
+def test_igamma_grad_a_and_random_gamma_grad_against_jax(dt):
+    rng = np.random.default_rng(6)
+    a = np.concatenate([IG_A, rng.uniform(0.05, 5, 40), rng.uniform(5, 150, 30)])
+    x = np.concatenate([IG_X, a[len(IG_A):] * rng.uniform(0.05, 3, 70)])
+    a, x = a.astype(dt), x.astype(dt)
+    jg = np.asarray(jax.lax.igamma_grad_a(a, x))
+    jr = np.asarray(jax.vmap(jax.lax.random_gamma_grad)(a, x))
+    # the carried derivatives against JAX's (XLA's) and, at one point, high-precision values:
+    # dP/da at (a, x) = (0.5, 0.3) and (40, 45) (mpmath, 30 digits)
+    tol = {np.float64: 1e-11, np.float32: 5e-4}[dt]
+    both = dynjax.qjit(lambda a, x: (dynjax.lax.igamma_grad_a(a, x), dynjax.lax.random_gamma_grad(a, x)),
+                       abstracted_axes=({0: "n"}, {0: "n"}))(a, x)
+    for k, (name, want) in enumerate((("igamma_grad_a", jg), ("random_gamma_grad", jr))):
+        eager = getattr(dynjax.lax, name)(a, x)
+        # in float64 the algorithm's own result (on the same float32 operands) is the reference:
+        # JAX's float32 random_gamma_grad is off by 1e-3 relative at a ~ 140, x ~ 380
+        wide = getattr(dynjax.lax, name)(a.astype(np.float64), x.astype(np.float64)).astype(dt)
+        for got in (eager, both[k]):
+            assert got.dtype == dt
+            same_specials(got, want)
+            close(got, wide, tol, atol=1e-300 if dt == np.float64 else 1e-6)
+            close(got, want, tol if dt == np.float64 else 2e-3, atol=1e-300 if dt == np.float64 else 1e-6)
+    close(dynjax.lax.igamma_grad_a(np.array([0.5, 40.0]), np.array([0.3, 45.0])),
+          np.array([-0.770570351375351917, -0.0446258186467825201]), 1e-12)
+
+
+def test_igamma_derivative_in_a():
+    a, x = np.array([0.3, 1.0, 2.5, 7.0, 60.0]), np.array([0.5, 2.0, 1.0, 9.0, 55.0])
+    for f, jf in ((S.gammainc, js.gammainc), (S.gammaincc, js.gammaincc)):
+        g = dynjax.vmap(dynjax.grad(f))(a, x)
+        close(g, np.asarray(jax.vmap(jax.grad(jf))(a, x)), 1e-11)
+        np.testing.assert_allclose(g[2], fd_grad(lambda v: f(v, x[2]), a[2]), rtol=1e-7)
+    # the derivative of igamma_grad_a / random_gamma_grad in x (closed forms), against fd
+    for f in (dynjax.lax.igamma_grad_a, dynjax.lax.random_gamma_grad):
+        g = dynjax.vmap(dynjax.grad(f, argnums=1))(a, x)
+        for i in (0, 3):
+            np.testing.assert_allclose(g[i], fd_grad(lambda v: f(a[i], v), x[i]), rtol=1e-6)
+        with pytest.raises(NotImplementedError, match="operand a"):
+            dynjax.grad(f)(2.0, 1.0)
+    # compiled: grad in a at dynamic sizes
+    rng = np.random.default_rng(7)
+    three_ways(dynjax.vmap(dynjax.grad(S.gammainc)),
+               lambda n: (rng.uniform(0.2, 9, n), rng.uniform(0.1, 12, n)), sizes=(0, 1, 5), rtol=1e-12)

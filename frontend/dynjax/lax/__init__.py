@@ -11,8 +11,8 @@ from . import symbolic_rules  # noqa: F401  (registers the dimension arithmetic)
 
 from ..control_flow.lax_api import cond, fori_loop, scan, switch, while_loop  # noqa: E402,F401
 from . import special  # noqa: E402,F401  (erf, lgamma, igamma, ...: the special-function primitives)
-from .special import (bessel_i0e, bessel_i1e, digamma, erf, erf_inv, erfc, igamma,  # noqa: E402,F401
-                      igammac, lgamma, polygamma, zeta)
+from .special import (bessel_i0e, bessel_i1e, betainc, digamma, erf, erf_inv, erfc,  # noqa: E402,F401
+                      igamma, igamma_grad_a, igammac, lgamma, polygamma, random_gamma_grad, zeta)
 from .convolution import (ConvDimensionNumbers, conv, conv_dimension_numbers,  # noqa: E402,F401
                           conv_general_dilated, conv_general_dilated_patches, conv_transpose,
                           conv_with_general_padding)

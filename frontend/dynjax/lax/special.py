@@ -14,10 +14,17 @@ rank-0 operand broadcasts, as for the other elementwise primitives):
   functions ``P(a, x)`` and ``Q(a, x) = 1 - P(a, x)``;
 * ``zeta(x, q)``: the Hurwitz zeta function ``sum_k (k + q) ** -x``;
 * ``polygamma(m, x)``: the ``m``-th derivative of ``digamma`` (``m`` a whole number held in a
-  float array, as in JAX).
+  float array, as in JAX);
+* ``igamma_grad_a(a, x)``: ``d P(a, x) / da``; ``random_gamma_grad(a, x)``: the derivative
+  ``-(dP/da) / (dP/dx)`` of a Gamma(a) sample ``x`` with respect to ``a`` (the implicit
+  reparameterization gradient of ``random.gamma``).
+
+Ternary, elementwise: ``regularized_incomplete_beta(a, b, x)`` (``lax.betainc``), the
+regularized incomplete beta function ``I_x(a, b)``.
 
 The ``impl`` rules (eager evaluation, the reference semantics) call ``scipy.special`` (scipy
-is installed with jaxlib) and then set the special values where XLA's algorithms, which the
+is installed with jaxlib; ``igamma_grad_a`` and ``random_gamma_grad``, which scipy lacks, run
+the algorithm of their lowering, ``lax/special_series.py``, on numpy) and then set the special values where XLA's algorithms, which the
 compiled programs run, define them differently from scipy, so that eager and compiled code
 agree: ``lgamma(-inf) = +inf``; ``digamma`` is NaN at zero and at the negative integers;
 ``erf_inv(-0.0)`` and ``bessel_i1e(-0.0)`` are ``-0.0``; ``igamma`` / ``igammac`` are NaN for
@@ -37,9 +44,10 @@ from .base import aval, check_dtypes_equal, check_same_shapes, define, result_av
 from .primitives import check_kinds
 
 __all__ = ["erf_p", "erfc_p", "erf_inv_p", "lgamma_p", "digamma_p", "bessel_i0e_p", "bessel_i1e_p",
-           "igamma_p", "igammac_p", "zeta_p", "polygamma_p", "UNARY", "BINARY",
+           "igamma_p", "igammac_p", "zeta_p", "polygamma_p", "igamma_grad_a_p", "random_gamma_grad_p",
+           "regularized_incomplete_beta_p", "UNARY", "BINARY", "TERNARY",
            "erf", "erfc", "erf_inv", "lgamma", "digamma", "bessel_i0e", "bessel_i1e",
-           "igamma", "igammac", "zeta", "polygamma"]
+           "igamma", "igammac", "zeta", "polygamma", "igamma_grad_a", "random_gamma_grad", "betainc"]
 
 
 def _compute_dtype(dt):
@@ -141,6 +149,39 @@ def _binary(name, fn):
     return define(name, impl, abstract)
 
 
+def _series(name):
+    """The numpy semantics of a function scipy lacks: its compiled algorithm run eagerly on
+    flat operands (``lax/special_series.py``)."""
+    def fn(*args):
+        from . import special_series
+        args = np.broadcast_arrays(*args)
+        flat = [np.ascontiguousarray(a).reshape(-1) for a in args]
+        return np.asarray(getattr(special_series, name)(*flat)).reshape(args[0].shape)
+    return fn
+
+
+def _ternary(name, fn, compute_dtype=_compute_dtype):
+    def abstract(a, b, x):
+        avs = [aval(v) for v in (a, b, x)]
+        check_kinds(name, "float", avs[0])
+        for other in avs[1:]:
+            check_dtypes_equal(name, avs[0], other)
+        ranked = [v for v in avs if v.ndim]
+        for other in ranked[1:]:
+            check_same_shapes(name, ranked[0], other)
+        shape = ranked[0].shape if ranked else ()
+        return result_aval(shape, avs[0].dtype, all(v.weak_type for v in avs))
+
+    def impl(a, b, x):
+        a, b, x = np.asarray(a), np.asarray(b), np.asarray(x)
+        abstract(a, b, x)   # eager refuses what tracing refuses
+        ct = compute_dtype(a.dtype)
+        with np.errstate(all="ignore"):
+            out = fn(a.astype(ct), b.astype(ct), x.astype(ct))
+        return np.asarray(out, a.dtype)
+    return define(name, impl, abstract)
+
+
 erf_p = _unary("erf", _sc.erf)
 erfc_p = _unary("erfc", _sc.erfc)
 erf_inv_p = _unary("erf_inv", _erf_inv)
@@ -152,10 +193,15 @@ igamma_p = _binary("igamma", _igamma)
 igammac_p = _binary("igammac", _igammac)
 zeta_p = _binary("zeta", _zeta)
 polygamma_p = _binary("polygamma", _polygamma)
+igamma_grad_a_p = _binary("igamma_grad_a", _series("igamma_grad_a"))
+random_gamma_grad_p = _binary("random_gamma_grad", _series("random_gamma_grad"))
+# in float64 whatever the dtype (scipy's float32 kernel loses 1e-2 relative near 1e-26)
+regularized_incomplete_beta_p = _ternary("regularized_incomplete_beta", _sc.betainc, lambda dt: np.float64)
 
 #: the family's primitives by arity (the batching, padding and cost rules treat them alike)
 UNARY = (erf_p, erfc_p, erf_inv_p, lgamma_p, digamma_p, bessel_i0e_p, bessel_i1e_p)
-BINARY = (igamma_p, igammac_p, zeta_p, polygamma_p)
+BINARY = (igamma_p, igammac_p, zeta_p, polygamma_p, igamma_grad_a_p, random_gamma_grad_p)
+TERNARY = (regularized_incomplete_beta_p,)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -214,3 +260,19 @@ def zeta(x, q):
 def polygamma(m, x):
     """The ``m``-th derivative of ``digamma`` at ``x`` (``m`` a whole number, same dtype as ``x``)."""
     return polygamma_p.bind(m, x)
+
+
+def igamma_grad_a(a, x):
+    """``d P(a, x) / da``, the derivative of ``igamma`` in its first operand."""
+    return igamma_grad_a_p.bind(a, x)
+
+
+def random_gamma_grad(a, x):
+    """``-(dP(a, x)/da) / (dP(a, x)/dx)``: how a Gamma(a) sample ``x`` moves with ``a`` when its
+    quantile is held (the implicit reparameterization gradient)."""
+    return random_gamma_grad_p.bind(a, x)
+
+
+def betainc(a, b, x):
+    """The regularized incomplete beta function ``I_x(a, b)`` (``regularized_incomplete_beta``)."""
+    return regularized_incomplete_beta_p.bind(a, b, x)

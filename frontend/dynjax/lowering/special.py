@@ -3,7 +3,8 @@
 * ``erf``, ``erfc``, ``erf_inv``, ``lgamma``, ``digamma``, ``bessel_i1e``, ``zeta`` and
   ``polygamma`` become the CHLO operations of the same name (``chlo.erf`` ...), which XLA
   expands into polynomial and rational approximations.
-* ``igamma``, ``igammac`` and ``bessel_i0e`` have no CHLO operation: their algorithms are
+* ``igamma``, ``igammac``, ``bessel_i0e``, ``igamma_grad_a``, ``random_gamma_grad`` and
+  ``regularized_incomplete_beta`` have no CHLO operation: their algorithms are
   written with ``dynjax.lax`` (``lax/special_series.py``: a series, a continued fraction, an
   asymptotic expansion, each a ``while_loop``). The rule flattens the operands to one axis
   (``dynamic_reshape`` when a dim is dynamic), lowers in place that function traced on a 1-D
@@ -114,3 +115,6 @@ def _via_lax(name: str, fn: Callable):
 register_lowering(S.igamma_p, _via_lax("igamma", series.igamma))
 register_lowering(S.igammac_p, _via_lax("igammac", series.igammac))
 register_lowering(S.bessel_i0e_p, _via_lax("bessel_i0e", series.bessel_i0e))
+register_lowering(S.igamma_grad_a_p, _via_lax("igamma_grad_a", series.igamma_grad_a))
+register_lowering(S.random_gamma_grad_p, _via_lax("random_gamma_grad", series.random_gamma_grad))
+register_lowering(S.regularized_incomplete_beta_p, _via_lax("betainc", series.betainc))

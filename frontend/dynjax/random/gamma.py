@@ -15,8 +15,13 @@ parameters and dtype give JAX's numbers (to rounding of ``log`` / ``pow`` / ``er
   (in log space, ``loggamma``: plus ``-exponential(last) / a``).
 
 The per-element loops are ``lax.while_loop`` under ``vmap``, so shapes may be dynamic.
-``grad`` with respect to ``a`` (JAX's implicit reparameterization) is not provided: these
-functions raise a clear error when ``a`` is being differentiated.
+
+Derivatives with respect to ``a`` are JAX's implicit reparameterization gradient: a sample
+``x`` moves with ``a`` as the quantile ``P(a, x)`` is held, ``dx/da = -(dP/da) / (dP/dx) =
+lax.random_gamma_grad(a, x)``; in log space ``d log x / da = random_gamma_grad(a, x) / x``
+(``x = exp(log x)``, the smallest normal number where that underflows to 0). So ``beta``,
+``dirichlet``, ``chisquare``, ``f``, ``t`` and ``generalized_normal``, built on these, are
+differentiable in their parameters too.
 """
 from __future__ import annotations
 
@@ -24,8 +29,11 @@ import numpy as np
 
 from .. import lax
 from .. import numpy as jnp
+from ..core.avals import finfo
 from ..core.trace import Tracer
+from ..lax.special import random_gamma_grad
 from ..transforms.batching import vmap
+from ..transforms.custom import custom_jvp
 from .keys import canonical_shape, check_key, split
 from .samplers import _as, _bcast, _check_param_shape, _float_dtype, _shape_of, _uniform, normal
 from .samplers import exponential as _exponential
@@ -81,16 +89,39 @@ def _gamma_one(key, alpha, log_space, dtype):
     return lax.mul(lax.mul(d, v3), lax.select(boost, one, lax.pow(u, lax.div(one, alpha))))
 
 
-def _no_grad(name, a):
-    if isinstance(a, Tracer) and type(a).__name__ == "JVPTracer":
-        raise NotImplementedError(
-            f"{name}: differentiating with respect to the shape parameter is not implemented "
-            f"in dynjax (JAX uses an implicit reparameterization gradient)")
+def _sample_gamma(keys, a, log_space, dtype):
+    """One Gamma(a) value (or its log) per element of the broadcast ``a``, one key each."""
+    fn = lambda k, al: _gamma_one(k, al, log_space, dtype)  # noqa: E731
+    for _ in _shape_of(a):
+        fn = vmap(fn)
+    return fn(keys, a)
+
+
+def _make_sampler(log_space, dtype):
+    """``_sample_gamma`` with JAX's implicit reparameterization derivative in ``a``."""
+    @custom_jvp
+    def sample(keys, a):
+        return _sample_gamma(keys, a, log_space, dtype)
+
+    @sample.defjvp
+    def sample_jvp(primals, tangents):
+        (keys, a), (_, ta) = primals, tangents
+        out = sample(keys, a)
+        if log_space:
+            x = lax.exp(out)
+            x = lax.select(lax.eq(x, _c(0, dtype)), lax.full_like(x, float(finfo(dtype).tiny)), x)
+            slope = lax.div(random_gamma_grad(a, x), x)
+        else:
+            slope = random_gamma_grad(a, out)
+        return out, lax.mul(ta, slope)
+    return sample
+
+
+_SAMPLERS = {}
 
 
 def _gamma(name, key, a, shape, dtype, log_space):
     a = _as(a, dtype)
-    _no_grad(name, a)
     if shape is None:
         shape = _shape_of(a)
     else:
@@ -98,10 +129,10 @@ def _gamma(name, key, a, shape, dtype, log_space):
         _check_param_shape(name, shape, a)
     a = _bcast(a, shape)
     keys = split(key, shape)     # shape (): split(key, 1)[0], as JAX
-    fn = lambda k, al: _gamma_one(k, al, log_space, dtype)  # noqa: E731
-    for _ in shape:
-        fn = vmap(fn)
-    return fn(keys, a)
+    k = (bool(log_space), np.dtype(dtype).name)
+    if k not in _SAMPLERS:
+        _SAMPLERS[k] = _make_sampler(log_space, dtype)
+    return _SAMPLERS[k](keys, a)
 
 
 def gamma(key, a, shape=None, dtype=None):

@@ -2,7 +2,8 @@
 special-function primitives (``jax.scipy.special``'s names, signatures and special values).
 
 * the gamma family: ``gamma`` (``gammasgn(x) exp(lgamma(x))``), ``gammasgn``, ``loggamma``
-  (real operands: ``lgamma`` for ``x > 0``, NaN elsewhere), ``beta``, ``poch`` (with JAX's
+  (real operands: ``lgamma`` for ``x > 0``, NaN elsewhere), ``beta``, ``betainc`` (the
+  ``lax.betainc`` primitive), ``poch`` (with JAX's
   derivatives ``(digamma(z + m) - digamma(z)) poch`` and ``digamma(z + m) poch``),
   ``factorial`` (0 for negative ``n``), ``comb`` (0 outside ``0 <= k <= N``; with
   ``repetition``: ``comb(N + k - 1, k)``), ``multigammaln(a, d)`` (``d`` a Python int);
@@ -33,7 +34,7 @@ from ..nn.functions import _quiet
 from ..transforms.custom import custom_jvp
 from .special import _c, _float, xlogy
 
-__all__ = ["gamma", "gammasgn", "loggamma", "beta", "poch", "factorial", "comb", "multigammaln",
+__all__ = ["gamma", "gammasgn", "loggamma", "beta", "betainc", "poch", "factorial", "comb", "multigammaln",
            "entr", "rel_entr", "kl_div", "boxcox", "boxcox1p", "softmax", "log_softmax", "bernoulli"]
 
 
@@ -100,6 +101,13 @@ def beta(a, b):
     a, b = _real("beta", a, b)
     sign = _gammasgn(a) * _gammasgn(b) * _gammasgn(a + b)
     return sign * lax.exp(lax.lgamma(a) + lax.lgamma(b) - lax.lgamma(a + b))
+
+
+@_quiet
+def betainc(a, b, x):
+    """The regularized incomplete beta function ``I_x(a, b)`` (the ``lax.betainc`` primitive:
+    scipy eagerly, a continued fraction compiled; differentiable in ``x``)."""
+    return lax.betainc(*_real("betainc", a, b, x))
 
 
 @custom_jvp

@@ -6,5 +6,5 @@ from ...core.primitive import batching_rules
 from ...lax import special as _S
 from . import _elementwise
 
-for _p in _S.UNARY + _S.BINARY:
+for _p in _S.UNARY + _S.BINARY + _S.TERNARY:
     batching_rules[_p] = _elementwise(_p)
