@@ -46,16 +46,10 @@ REASONS = {
                        "(numpy.from_dlpack)",
         "ComplexWarning": "a numpy warning class, not part of dynjax's API",
         "einsum_path": "dynjax.numpy.einsum chooses its contraction order itself (optimize='greedy')",
-        "roots": "needs the eigenvalues of a general (non-symmetric) companion matrix; dynjax has no "
-                 "general eigensolver yet",
         **{n: _NARROW for n in ("float4_e2m1fn", "float6_e2m3fn", "float6_e3m2fn", "float8_e3m4", "float8_e4m3",
                                 "float8_e4m3b11fnuz", "float8_e4m3fn", "float8_e4m3fnuz", "float8_e5m2",
                                 "float8_e5m2fnuz", "float8_e8m0fnu", "int1", "int2", "int4", "uint1", "uint2",
                                 "uint4")},
-    },
-    "jax.numpy.linalg": {
-        "eig": "needs a general (non-symmetric) eigensolver; for symmetric matrices use eigh",
-        "eigvals": "needs a general (non-symmetric) eigensolver; for symmetric matrices use eigvalsh",
     },
     "jax.lax": {
         **{n: _COLLECTIVE for n in ("all_gather", "all_to_all", "axis_index", "axis_size", "pbroadcast", "pcast",

@@ -437,6 +437,9 @@ NOT_PER_DTYPE |= {
     "triu_indices_from", "mask_indices", "ravel_multi_index", "unravel_index", "ix_", "vectorize",
     # by their fitting/solving nature float-only, as in numpy; covered in test_numpy_more.py
     "polydiv", "polyfit", "histogramdd",
+    # LAPACK's dtypes only (float16 / bfloat16 refused, integers as float64) and always complex
+    # (JAX's rule; numpy gives real roots a real dtype): every dtype in test_linalg_eig.py
+    "roots",
     # numpy computes these in float64 whatever the input; JAX (and dynjax) keep float32
     "cov", "corrcoef",
     "cross",   # its vector axis must be static (2 or 3): test_numpy_more.py

@@ -60,3 +60,25 @@ print(svd.mlir)
 # CHECK: stablehlo.custom_call @lapack_sgesdd_ffi
 # CHECK-SAME: backend_config = {mode = 83 : ui8}
 # CHECK-SAME: -> (tensor<?x?xf32>, tensor<?xf32>, tensor<?x?xf32>, tensor<?x?xf32>, tensor<i32>)
+
+
+@qjit(abstracted_axes={0: "n", 1: "n"})
+def eig(a):
+    return jnp.linalg.eig(a)
+
+
+eig(np.eye(3))
+print(eig.mlir)
+# A real operand: the eigenvalues come back as two real results (wr, wi) made complex; the
+# vectors are complex (jaxlib unpacks LAPACK's conjugate pairs). 'N' (78): no left vectors.
+# CHECK-LABEL: func.func public @main(%arg0: tensor<i64>, %arg1: tensor<?x?xf64>) -> (tensor<?xcomplex<f64>>, tensor<?x?xcomplex<f64>>)
+# CHECK: stablehlo.custom_call @lapack_dgeev_ffi(%arg1
+# CHECK-SAME: backend_config = {compute_left = 78 : ui8, compute_right = 86 : ui8}
+# CHECK-SAME: -> (tensor<?xf64>, tensor<?xf64>, tensor<?x?xcomplex<f64>>, tensor<?x?xcomplex<f64>>, tensor<i32>)
+# CHECK: stablehlo.complex
+
+print(eig.mlir_specialized)
+# CHECK-LABEL: func.func @main(%arg0: tensor<3x3xf64>) -> (tensor<3xcomplex<f64>>, tensor<3x3xcomplex<f64>>)
+# CHECK: stablehlo.custom_call @lapack_dgeev_ffi(%arg0)
+# CHECK-NOT: indices_of_shape_operands
+# CHECK-SAME: (tensor<3x3xf64>) -> (tensor<3xf64>, tensor<3xf64>, tensor<3x3xcomplex<f64>>, tensor<3x3xcomplex<f64>>, tensor<i32>)

@@ -49,6 +49,13 @@ def _eigh_flops(eqn, sz, m, n):
     return n * n * n * 9, Expr.const(0)
 
 
+def _eig_flops(eqn, sz, m, n):
+    # geev: Hessenberg reduction and the QR algorithm, about 10 n^3 for the eigenvalues alone
+    # and 26 n^3 with eigenvectors (accumulating the Schur vectors, back substitution)
+    vectors = eqn.params["compute_left_eigenvectors"] or eqn.params["compute_right_eigenvectors"]
+    return n * n * n * (26 if vectors else 10), Expr.const(0)
+
+
 def _svd_flops(eqn, sz, m, n):
     return m * n * n * 4 + n * n * n * 22 if eqn.params["compute_uv"] else m * n * n * 4, Expr.const(0)
 
@@ -59,4 +66,5 @@ cost_rules[_L.slogdet_p] = _linalg_cost(_slogdet_flops)
 cost_rules[_L.cholesky_p] = _linalg_cost(_cholesky_flops)
 cost_rules[_L.qr_p] = _linalg_cost(_qr_flops)
 cost_rules[_L.eigh_p] = _linalg_cost(_eigh_flops)
+cost_rules[_L.eig_p] = _linalg_cost(_eig_flops)
 cost_rules[_L.svd_p] = _linalg_cost(_svd_flops)

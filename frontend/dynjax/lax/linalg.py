@@ -1,4 +1,4 @@
-"""Linear-algebra primitives: solve, det, slogdet, cholesky, qr, eigh, svd.
+"""Linear-algebra primitives: solve, det, slogdet, cholesky, qr, eigh, eig, svd.
 
 Each primitive works on a stack of matrices: the last two axes are the matrix, every leading
 axis is a batch axis (batching is therefore a transpose of the batch axis to the front). The
@@ -6,17 +6,23 @@ operand dtype must be float32, float64, complex64 or complex128 (``dynjax.numpy.
 promotes integers to float64, as numpy does).
 
 * The ``impl`` rules (eager evaluation, the reference semantics) check their operands as
-  the abstract evaluation does, then call ``numpy.linalg``.
+  the abstract evaluation does, then call ``numpy.linalg`` (``eig``: scipy's ``geev``, the
+  LAPACK that jaxlib's kernels call, so that eager and compiled eigenvectors agree).
 * The lowering rules (``dynjax/lowering/linalg.py``) emit ``stablehlo.custom_call`` s of the
   LAPACK kernels that jaxlib ships for XLA:CPU (``lapack_?getrf_ffi``, ``lapack_?potrf_ffi``,
   ``lapack_?geqrf_ffi`` / ``lapack_?orgqr_ffi`` / ``lapack_?ormqr_ffi`` / ``lapack_?trsm_ffi``,
-  ``lapack_?syevd_ffi`` / ``lapack_?heevd_ffi``, ``lapack_?gesdd_ffi``), registered by
-  ``dynjax.runtime.ensure_lapack_targets``.
+  ``lapack_?syevd_ffi`` / ``lapack_?heevd_ffi``, ``lapack_?geev_ffi``, ``lapack_?gesdd_ffi``),
+  registered by ``dynjax.runtime.ensure_lapack_targets``.
 * Failures never raise (JAX's convention, so that compiled code and eager code agree): a
   matrix that is not positive definite gives a Cholesky factor of NaNs, a non-converging
-  ``eigh`` / ``svd`` gives NaNs, and a singular ``solve`` gives NaNs eagerly (where numpy
+  ``eigh`` / ``eig`` / ``svd`` gives NaNs, and a singular ``solve`` gives NaNs eagerly (where numpy
   raises ``LinAlgError``) and infinities or NaNs compiled (an exactly zero pivot).
   ``det`` of a singular matrix is 0 and ``slogdet`` gives ``(0, -inf)``, as numpy.
+
+``eig`` (a general, non-symmetric matrix) gives complex results whatever the operand (complex64
+for float32 / complex64, complex128 for float64 / complex128), as JAX: the eigenvalues in
+LAPACK's order and, when asked, left and right eigenvectors in the columns, each of unit
+2-norm with its largest component real (LAPACK's ``geev`` normalization).
 
 ``qr`` and ``svd`` produce matrices with ``k = min(m, n)`` rows or columns. ``k`` is the static
 param ``k`` when it is known, else (``k=None``) a trailing integer operand computed by the
@@ -26,12 +32,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..core.avals import real_dtype
+from ..core.avals import complex_dtype, real_dtype
 from ..core.primitive import as_dim
 from .base import aval, check_dim_operands, define, describe_shapes, result_aval, same_dim
 
-__all__ = ["solve_p", "det_p", "slogdet_p", "cholesky_p", "qr_p", "eigh_p", "svd_p",
-           "LINALG_DTYPES", "solve", "det", "slogdet", "cholesky", "qr", "eigh", "svd", "min_dim"]
+__all__ = ["solve_p", "det_p", "slogdet_p", "cholesky_p", "qr_p", "eigh_p", "eig_p", "svd_p",
+           "LINALG_DTYPES", "solve", "det", "slogdet", "cholesky", "qr", "eigh", "eig", "svd", "min_dim"]
 
 #: the dtypes LAPACK works in
 LINALG_DTYPES = tuple(np.dtype(t) for t in ("float32", "float64", "complex64", "complex128"))
@@ -220,6 +226,59 @@ eigh_p = define("linalg_eigh", _eigh_impl, _eigh_abstract, multiple_results=True
 
 
 # ----------------------------------------------------------------------------------------------
+# eig (general matrices: complex eigenvalues in LAPACK's order, left / right eigenvectors)
+# ----------------------------------------------------------------------------------------------
+def _eig_nan(shape, dtype):
+    return np.full(shape, complex(np.nan, np.nan), dtype)
+
+
+def _eig_impl(a, *, compute_left_eigenvectors=True, compute_right_eigenvectors=True,
+              enable_eigvec_derivs=False):
+    # scipy's geev rather than numpy.linalg.eig: jaxlib's kernels call scipy's LAPACK, so eager
+    # and compiled results agree element by element (numpy's bundled LAPACK may be another
+    # version, whose eigenvector phases differ); numpy.linalg also has no left eigenvectors.
+    # scipy is a dependency of jaxlib.
+    import scipy.linalg
+    _check_matrix("eig", a, True)
+    a = np.asarray(a)
+    cdt = complex_dtype(a.dtype)
+    batch, n = a.shape[:-2], a.shape[-1]
+    left, right = compute_left_eigenvectors, compute_right_eigenvectors
+
+    def one(x):
+        """``[w, vl?, vr?]`` of one matrix; NaNs when LAPACK fails or ``x`` is not finite."""
+        try:
+            if not np.isfinite(x).all():
+                raise np.linalg.LinAlgError("eig: the matrix is not finite")
+            if left or right:
+                out = scipy.linalg.eig(x, left=left, right=right, check_finite=False)
+                outs = list(out) if isinstance(out, tuple) else [out]
+            else:
+                outs = [scipy.linalg.eigvals(x, check_finite=False)]
+            return [np.asarray(o, cdt) for o in outs]
+        except np.linalg.LinAlgError:
+            return [_eig_nan((n,), cdt)] + [_eig_nan((n, n), cdt)] * (int(left) + int(right))
+
+    shapes = [batch + (n,)] + [batch + (n, n)] * (int(left) + int(right))
+    results = [np.empty(s, cdt) for s in shapes]
+    for idx in np.ndindex(*batch):
+        for r, o in zip(results, one(a[idx])):
+            r[idx] = o
+    return results
+
+
+def _eig_abstract(a, *, compute_left_eigenvectors=True, compute_right_eigenvectors=True,
+                  enable_eigvec_derivs=False):
+    av = _check_matrix("eig", a, True)
+    cdt = complex_dtype(av.dtype)
+    count = int(bool(compute_left_eigenvectors)) + int(bool(compute_right_eigenvectors))
+    return [result_aval(av.shape[:-1], cdt)] + [result_aval(av.shape, cdt)] * count
+
+
+eig_p = define("linalg_eig", _eig_impl, _eig_abstract, multiple_results=True)
+
+
+# ----------------------------------------------------------------------------------------------
 # svd (descending singular values)
 # ----------------------------------------------------------------------------------------------
 def _svd_impl(a, *dyn, full_matrices, compute_uv, k):
@@ -304,6 +363,29 @@ def qr(a, full_matrices=False):
 def eigh(a, lower=True):
     """``(w, v)``: ascending eigenvalues and eigenvectors of Hermitian matrices."""
     return tuple(eigh_p.bind(a, lower=bool(lower)))
+
+
+def eig(x, *, compute_left_eigenvectors=True, compute_right_eigenvectors=True,
+        enable_eigvec_derivs=False, implementation=None, use_magma=None):
+    """JAX's ``lax.linalg.eig``: ``[w, vl, vr]`` of general square matrices (``vl`` / ``vr``
+    only when asked), all complex. ``w`` is in LAPACK's order; ``vl`` / ``vr`` hold the left
+    (``vl[..., :, j]^H x = w[j] vl[..., :, j]^H``) and right (``x vr[..., :, j] = w[j]
+    vr[..., :, j]``) eigenvectors in their columns, each of unit 2-norm with its largest
+    component real. A failing matrix gives NaNs.
+
+    ``enable_eigvec_derivs`` allows the derivative of the eigenvectors (valid for distinct
+    eigenvalues, taken under LAPACK's normalization; JAX's rule); without it only the
+    eigenvalues-only form (no vectors asked) can be differentiated. ``implementation`` must be
+    None or LAPACK's (the only one on the CPU); ``use_magma`` (GPU only in JAX) must not be
+    true."""
+    if implementation is not None and str(getattr(implementation, "name", implementation)).lower() != "lapack":
+        raise ValueError("eig: only the LAPACK implementation is supported on the CPU, got "
+                         f"implementation={implementation!r}")
+    if use_magma:
+        raise ValueError("eig: MAGMA (use_magma=True) is a GPU implementation; dynjax runs LAPACK on the CPU")
+    return list(eig_p.bind(x, compute_left_eigenvectors=bool(compute_left_eigenvectors),
+                           compute_right_eigenvectors=bool(compute_right_eigenvectors),
+                           enable_eigvec_derivs=bool(enable_eigvec_derivs)))
 
 
 def svd(a, full_matrices=True, compute_uv=True):

@@ -20,7 +20,12 @@ XLA:CPU (``api_version = 4``, attributes in a dictionary ``backend_config``)::
 * The targets are registered with XLA by ``dynjax.runtime.ensure_lapack_targets`` (the runtime
   calls it before compiling a module that mentions ``lapack_``); this module only emits ops.
 * ``info`` results: a failed factorization (not positive definite, no convergence) gives NaNs,
-  as in JAX. An exactly singular matrix in ``solve`` divides by zero (infinities / NaNs).
+  as in JAX (``NaN + NaN j`` for ``eig``, whose results are complex). An exactly singular
+  matrix in ``solve`` divides by zero (infinities / NaNs).
+* ``geev`` (``eig``) takes ``compute_left`` / ``compute_right`` attributes (``ui8``, ``'V'`` to
+  compute the vectors, ``'N'`` not to) and always has both vector results (``(..., n, n)``,
+  complex even for a real operand: jaxlib unpacks LAPACK's conjugate pairs); a real operand
+  gives the eigenvalues as two real results ``wr`` and ``wi``, a complex operand as one.
 """
 from __future__ import annotations
 
@@ -30,7 +35,7 @@ import numpy as np
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import stablehlo as hlo
 
-from ..core.avals import is_complex_dtype, real_dtype
+from ..core.avals import complex_dtype, is_complex_dtype, real_dtype
 from ..lax import linalg as L
 from .context import is_static, tensor_type
 from .core import register_lowering
@@ -121,11 +126,11 @@ def _zeros(ctx, dtype, dims):
     return ctx.full(0, dtype, dims)
 
 
-def _where_ok(ctx, info, x, dims, dtype, nbatch):
-    """``x`` where the batch member's ``info == 0``, NaN elsewhere."""
+def _where_ok(ctx, info, x, dims, dtype, nbatch, nan=np.nan):
+    """``x`` where the batch member's ``info == 0``, ``nan`` elsewhere."""
     ok = ctx.compare(info, ctx.broadcast_scalar(ctx.constant(0, _I32), dims[:nbatch]), "EQ", _I32)
     okb = ctx.broadcast(ok, dims, list(range(nbatch)))
-    nan = ctx.full(np.nan, dtype, dims)
+    nan = ctx.full(nan, dtype, dims)
     return _select(ctx, okb, x, nan)
 
 
@@ -292,6 +297,30 @@ def _eigh_lowering(ctx, eqn, a, *, lower=True):
                           [(dims, dt), (dims[:-1], wdt), (dims[:nb], _I32)],
                           {"uplo": _u8("L" if lower else "U"), "mode": _u8("V")})
     return [_where_ok(ctx, info, w, dims[:-1], wdt, nb), _where_ok(ctx, info, v, dims, dt, nb)]
+
+
+@register_lowering(L.eig_p)
+def _eig_lowering(ctx, eqn, a, *, compute_left_eigenvectors=True, compute_right_eigenvectors=True,
+                  enable_eigvec_derivs=False):
+    av = eqn.invars[0].aval
+    dt, dims = av.dtype, _dims(av)
+    nb = len(dims) - 2
+    cdt = complex_dtype(dt)
+    wdims = dims[:-1]
+    wparts = [(wdims, dt)] * (1 if is_complex_dtype(dt) else 2)
+    *w, vl, vr, info = ffi_call(
+        ctx, lapack_target("geev", dt), [a],
+        wparts + [(dims, cdt), (dims, cdt), (dims[:nb], _I32)],
+        {"compute_left": _u8("V" if compute_left_eigenvectors else "N"),
+         "compute_right": _u8("V" if compute_right_eigenvectors else "N")})
+    w = w[0] if len(w) == 1 else hlo.ComplexOp(w[0], w[1]).result
+    nan = complex(np.nan, np.nan)
+    outs = [_where_ok(ctx, info, w, wdims, cdt, nb, nan)]
+    if compute_left_eigenvectors:
+        outs.append(_where_ok(ctx, info, vl, dims, cdt, nb, nan))
+    if compute_right_eigenvectors:
+        outs.append(_where_ok(ctx, info, vr, dims, cdt, nb, nan))
+    return outs
 
 
 @register_lowering(L.svd_p)

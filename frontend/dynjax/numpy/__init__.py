@@ -52,7 +52,7 @@ from .elementwise import (acos, acosh, arccosh, arcsinh, arctanh, asin, asinh, a
                           gcd, i0, iscomplex, isneginf, isposinf, isreal, lcm, ldexp, logaddexp,
                           logaddexp2, modf, nextafter, positive, pow, radians, reciprocal, spacing, trunc)
 from .polynomial import (poly, polyadd, polyder, polydiv, polyfit, polyint, polymul, polysub,  # noqa: F401,E402
-                         polyval, vander)
+                         polyval, roots, vander)
 from .setops import intersect1d, isin, setdiff1d, setxor1d, union1d  # noqa: F401,E402
 from .windows import (bartlett, blackman, copy, fromfunction, geomspace, hamming, hanning,  # noqa: F401,E402
                       kaiser, logspace, tri)

@@ -2,15 +2,16 @@
 
 ``norm`` is composed of elementwise operations and reductions (and ``svd`` for the spectral
 and nuclear matrix norms). ``solve``, ``inv``, ``det``, ``slogdet``, ``cholesky``, ``qr``,
-``eigh`` / ``eigvalsh`` and ``svd`` / ``svdvals`` bind the primitives of
+``eigh`` / ``eigvalsh``, ``eig`` / ``eigvals`` and ``svd`` / ``svdvals`` bind the primitives of
 ``dynjax.lax.linalg``: eagerly they run ``numpy.linalg``, under ``qjit`` jaxlib's LAPACK
 kernels, with dynamic sizes (one trace serves every size, including empty matrices).
 
 Semantics follow numpy 2: leading axes are batch axes (broadcast between the operands of
 ``solve``), ``b`` of ``solve`` is a vector only when it is 1-D, integer and bool inputs are
 promoted to float64, the decompositions return numpy's named tuples (``QRResult``,
-``EighResult``, ``SVDResult``, ``SlogdetResult``). float16 / bfloat16 are a TypeError, as in
-numpy.
+``EighResult``, ``EigResult``, ``SVDResult``, ``SlogdetResult``). float16 / bfloat16 are a
+TypeError, as in numpy. ``eig`` / ``eigvals`` follow JAX where numpy's results depend on the
+data: they are always complex (complex64 for float32, complex128 for float64).
 
 Errors follow JAX instead of raising ``LinAlgError``, eagerly and compiled alike: a matrix that
 is not positive definite gives a Cholesky factor of NaNs, a singular matrix in ``solve`` /
@@ -31,8 +32,8 @@ from ._promote import broadcast_shapes, broadcast_to_shape, promote_dtypes
 from .shape_ops import _as_array, astype, expand_dims, swapaxes
 
 __all__ = ["norm", "vector_norm", "matrix_norm", "solve", "inv", "det", "slogdet", "cholesky", "qr",
-           "eigh", "eigvalsh", "svd", "svdvals", "LinAlgError", "QRResult", "EighResult",
-           "SVDResult", "SlogdetResult"]
+           "eigh", "eigvalsh", "eig", "eigvals", "svd", "svdvals", "LinAlgError", "QRResult",
+           "EighResult", "EigResult", "SVDResult", "SlogdetResult"]
 
 LinAlgError = np.linalg.LinAlgError
 
@@ -43,6 +44,11 @@ class QRResult(NamedTuple):
 
 
 class EighResult(NamedTuple):
+    eigenvalues: object
+    eigenvectors: object
+
+
+class EigResult(NamedTuple):
     eigenvalues: object
     eigenvectors: object
 
@@ -206,6 +212,24 @@ def eigh(a, UPLO="L"):
 def eigvalsh(a, UPLO="L"):
     """numpy.linalg.eigvalsh: the ascending eigenvalues of Hermitian matrices."""
     return eigh(a, UPLO).eigenvalues
+
+
+def eig(a):
+    """numpy.linalg.eig: ``EigResult(eigenvalues, eigenvectors)`` of general square matrices,
+    the right eigenvectors in the columns (``a @ v[..., :, i] == w[..., i] * v[..., :, i]``),
+    each of unit 2-norm with its largest component real, in LAPACK's order. Always complex
+    (JAX's rule; numpy returns real arrays when every eigenvalue is real). A failing matrix
+    gives NaNs. The eigenvectors have no derivative (as in JAX: use
+    ``dynjax.lax.linalg.eig(..., enable_eigvec_derivs=True)``); ``eigvals`` has one."""
+    w, v = L.eig(_matrix("eig", a), compute_left_eigenvectors=False)
+    return EigResult(w, v)
+
+
+def eigvals(a):
+    """numpy.linalg.eigvals: the eigenvalues of general square matrices, complex, in LAPACK's
+    order (the order of ``eig``'s)."""
+    w, = L.eig(_matrix("eigvals", a), compute_left_eigenvectors=False, compute_right_eigenvectors=False)
+    return w
 
 
 def svd(a, full_matrices=True, compute_uv=True, hermitian=False):

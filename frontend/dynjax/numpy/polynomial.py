@@ -3,14 +3,15 @@
 The coefficient arrays may have dynamic lengths: sums pad the shorter operand with leading
 zeros into an array of the longer length, products are convolutions, ``poly`` and
 ``polyval`` run one compiled loop over the coefficients, ``polydiv`` one over the quotient.
-``roots`` is not offered: it needs the eigenvalues of a general (non-symmetric) matrix.
+``roots`` takes the eigenvalues of the companion matrix (``linalg.eigvals``); ``polyfit`` is a
+least-squares fit by the SVD (``linalg.lstsq``) of the column-scaled Vandermonde matrix.
 """
 from __future__ import annotations
 
 import numpy as np
 
 from .. import lax
-from ..core.avals import is_inexact_dtype
+from ..core.avals import is_inexact_dtype, same_dim
 from ..core.trace import typeof
 from ._promote import promote
 from .einsum import _add, _max, _static, _sub
@@ -36,7 +37,7 @@ def _left_pad(p, length):
     n = typeof(p).shape[0]
     if _static(n, length) and n == length:
         return p
-    return lax.dynamic_update_slice(zeros(length, typeof(p).dtype), p, [_sub(length, n)])
+    return lax.api.dynamic_update_slice(zeros(length, typeof(p).dtype), p, [_sub(length, n)])
 
 
 def polyadd(a1, a2):
@@ -138,9 +139,9 @@ def polydiv(u, v, *, trim_leading_zeros=False):
     def step(k, carry):
         q, r = carry
         d = getitem(r, k) / lead
-        q = lax.dynamic_update_slice(q, lax.broadcast_in_dim(d, (1,), ()), [k])
-        window = lax.dynamic_slice(r, [k], [m])
-        return q, lax.dynamic_update_slice(r, window - d * v, [k])
+        q = lax.api.dynamic_update_slice(q, lax.broadcast_in_dim(d, (1,), ()), [k])
+        window = lax.api.dynamic_slice(r, [k], [m])
+        return q, lax.api.dynamic_update_slice(r, window - d * v, [k])
 
     # r works on u with m zeros appended, so that the window fits even when m > n
     from .shape_ops import concatenate
@@ -150,15 +151,21 @@ def polydiv(u, v, *, trim_leading_zeros=False):
 
 
 def poly(seq_of_zeros):
-    """The coefficients of the monic polynomial whose roots are ``seq_of_zeros`` (1-d)."""
+    """The coefficients of the monic polynomial whose roots are ``seq_of_zeros``: a 1-d array
+    of roots, or a non-empty square matrix, whose eigenvalues are taken (complex coefficients
+    then, as in JAX)."""
     from .creation import asarray, zeros
     from .indexing import getitem
-    from .shape_ops import roll
+    from .shape_ops import atleast_1d, roll
     from .ufuncs import _to_float
-    z = asarray(seq_of_zeros)
+    z = atleast_1d(asarray(seq_of_zeros))
+    shape = typeof(z).shape
+    if len(shape) == 2 and same_dim(shape[0], shape[1]) and not (_static(shape[0]) and shape[0] == 0):
+        from .linalg import eigvals
+        z = eigvals(z)
     if typeof(z).ndim != 1:
-        raise NotImplementedError("poly of a matrix needs its eigenvalues (a general eigensolver); "
-                                  "pass the roots as a 1-d array")
+        raise ValueError("poly: the input must be a 1-d array or a non-empty square 2-d array, got "
+                         f"{typeof(z).str_short()}")
     z = _to_float(z)
     n = typeof(z).shape[0]
     if _static(n) and n == 0:
@@ -166,7 +173,7 @@ def poly(seq_of_zeros):
     length = _add(n, 1)
     dtype = typeof(z).dtype
     first = lax.broadcast_in_dim(np.asarray(1, dtype)[()], (1,), ())
-    c = lax.dynamic_update_slice(zeros(length, dtype), first, [0])
+    c = lax.api.dynamic_update_slice(zeros(length, dtype), first, [0])
     from .creation import arange
     tail = lax.ne(arange(length, dtype=np.int64), np.int64(0))
 
@@ -174,6 +181,71 @@ def poly(seq_of_zeros):
         shifted = lax.select(tail, getitem(z, i) * roll(c, 1), zeros(length, dtype))
         return c - shifted
     return _fori(n, step, c)
+
+
+def _companion_roots(p):
+    """The eigenvalues of the companion matrix of ``p`` (``p[0] != 0``): the ``max(n - 1, 0)``
+    roots of the polynomial, complex."""
+    from .creation import arange, zeros
+    from .indexing import getitem
+    from .linalg import eigvals
+    from .shape_ops import concatenate
+    n = typeof(p).shape[0]
+    m = _max(_sub(n, 1), 0)
+    dtype = typeof(p).dtype
+    # a 1 appended, so that p[0] and p[1:1 + m] are in range when n is 0 (the matrix is then
+    # empty and neither is used)
+    padded = concatenate([p, np.ones(1, dtype)])
+    top = -lax.dynamic_slice(padded, [np.int64(1)], [m]) / getitem(padded, 0)
+    idx = arange(m, dtype=np.int64)
+    rows = lax.broadcast_in_dim(idx, (m, m), (0,))
+    cols = lax.broadcast_in_dim(idx, (m, m), (1,))
+    sub = lax.eq(rows, cols + np.int64(1))
+    below = lax.select(sub, lax.broadcast_in_dim(np.asarray(1, dtype)[()], (m, m), ()), zeros((m, m), dtype))
+    first = lax.eq(rows, np.int64(0))
+    return eigvals(lax.select(first, lax.broadcast_in_dim(top, (m, m), (1,)), below))
+
+
+def roots(p, *, strip_zeros=True):
+    """The roots of the polynomial with coefficients ``p`` (highest power first): the
+    eigenvalues of its companion matrix, always complex (JAX's rule), in LAPACK's order.
+
+    ``strip_zeros=True`` (numpy's behaviour) drops the leading zeros first: ``n - 1 - k``
+    roots for ``k`` leading zeros. Eagerly that is numpy's result; under tracing the length
+    depends on the data, so it is a run-time length (JAX refuses this form under ``jit``).
+    ``strip_zeros=False`` (JAX's form for traced code) keeps the length ``n - 1`` and gives
+    NaN for the roots the leading zeros take away (all NaN for the zero polynomial)."""
+    from .creation import arange, asarray
+    from .reductions import all as _all, argmin
+    from .reshaping import trim_zeros
+    from .shape_ops import atleast_1d, roll
+    from .ufuncs import _to_float, where
+    from .linalg import _lapack_dtype
+    from ..core.avals import complex_dtype
+    p = atleast_1d(asarray(p))
+    if typeof(p).ndim != 1:
+        raise ValueError(f"roots: the coefficients must be a 1-d array, got {typeof(p).str_short()}")
+    p = _to_float(p)
+    dtype = _lapack_dtype("roots", typeof(p).dtype, "p")
+    p = p.astype(dtype)
+    cdt = complex_dtype(dtype)
+    n = typeof(p).shape[0]
+    if _static(n) and n < 2:
+        return np.zeros(0, cdt)
+    if strip_zeros:
+        return _companion_roots(trim_zeros(p, "f"))
+    n64 = np.int64(n) if _static(n) else lax.convert_element_type(n, np.int64)
+    is_zero = p == 0
+    # the number of leading zeros (n for the zero polynomial, whose roots are all NaN)
+    lead = where(_all(is_zero), n64, argmin(is_zero).astype(np.int64))
+    p = where(lead == n64, np.asarray(1, dtype)[()], p)
+    # the leading zeros moved to the end give as many exact zero roots (LAPACK's balancing
+    # isolates them); those are sorted last and replaced by NaN
+    r = _companion_roots(roll(p, -lead))
+    r = lax.sort_key_val((r == 0).astype(np.int8), r)[1]
+    k = typeof(r).shape[0]
+    k64 = np.int64(k) if _static(k) else lax.convert_element_type(k, np.int64)
+    return where(arange(k, dtype=np.int64) < k64 - lead, r, np.asarray(complex(np.nan, np.nan), cdt)[()])
 
 
 def vander(x, N=None, increasing=False):
@@ -204,36 +276,73 @@ def vander(x, N=None, increasing=False):
 
 def polyfit(x, y, deg, rcond=None, full=False, w=None, cov=False):
     """Least-squares polynomial fit of degree ``deg`` (coefficients highest power first; a
-    2-d ``y`` fits each column). Solved by the normal equations of the column-scaled
-    Vandermonde matrix (fine for the low degrees polynomial fits use; its condition number
-    is squared). ``full`` and ``cov`` are not supported."""
+    2-d ``y`` fits each column), JAX's ``polyfit``: the Vandermonde matrix, weighted by ``w``
+    and its columns scaled to unit norm, is solved by ``linalg.lstsq`` (an SVD; singular
+    values below ``rcond`` times the largest count as zero, ``rcond`` defaulting to
+    ``len(x) * eps``).
+
+    Returns the coefficients; with ``full=True`` ``(p, residuals, rank, singular_values,
+    rcond)`` (the residuals always computed, JAX's convention); with ``cov=True`` (and not
+    ``full``) ``(p, C)``, ``C`` the covariance of the coefficients scaled by
+    ``residuals / (len(x) - deg - 1)`` (``cov="unscaled"``: not scaled), of shape
+    ``(deg + 1, deg + 1)`` or ``(deg + 1, deg + 1, K)``."""
     from .creation import asarray
-    from .linalg import solve
+    from .linalg import inv, lstsq
+    from .linalg_ops import outer
     from .reductions import sum as _sum
     from .ufuncs import _to_float, sqrt
-    if full or cov:
-        raise NotImplementedError("polyfit(full=True) and polyfit(cov=True) are not supported")
+    from ..core.avals import finfo
     deg = int(deg)
     if deg < 0:
         raise ValueError("polyfit: expected deg >= 0")
+    order = deg + 1
     x, y = _to_float(asarray(x)), _to_float(asarray(y))
     x, y = promote(x, y)
     if typeof(x).ndim != 1:
         raise TypeError("polyfit: expected a 1-d x")
     if typeof(y).ndim not in (1, 2):
         raise TypeError("polyfit: expected a 1-d or 2-d y")
-    A = vander(x, deg + 1)
+    m = typeof(x).shape[0]
+    if _static(m) and m == 0:
+        raise TypeError("polyfit: expected a non-empty x")
+    if not same_dim(m, typeof(y).shape[0]):
+        raise TypeError("polyfit: expected x and y to have the same length")
+    dtype = typeof(x).dtype
+    if rcond is None:
+        eps = float(finfo(dtype).eps)
+        rcond = m * eps if _static(m) else lax.convert_element_type(m, np.float64) * np.float64(eps)
+    rcond = asarray(rcond, dtype=np.float64)
+    lhs = vander(x, order)
     rhs = y
     if w is not None:
-        w = asarray(w)
+        w = _to_float(asarray(w))
         if typeof(w).ndim != 1:
             raise TypeError("polyfit: expected a 1-d w")
-        A = A * w[:, None]
+        if not same_dim(typeof(w).shape[0], typeof(y).shape[0]):
+            raise TypeError("polyfit: expected w and y to have the same length")
+        lhs = lhs * w[:, None]
         rhs = rhs * (w if typeof(y).ndim == 1 else w[:, None])
-    scale = sqrt(_sum(A * A, axis=0))
-    scale = lax.select(lax.eq(scale, np.asarray(0, typeof(scale).dtype)[()]),
-                       lax.broadcast_in_dim(np.asarray(1, typeof(scale).dtype)[()], typeof(scale).shape, ()),
-                       scale)
-    As = A / scale
-    c = solve(As.T @ As, As.T @ rhs)
-    return c / (scale if typeof(c).ndim == 1 else scale[:, None])
+    # unit columns (a zero column, from x == 0 everywhere, is left as it is)
+    scale = sqrt(_sum(lhs * lhs, axis=0))
+    sdt = typeof(scale).dtype
+    scale = lax.select(lax.eq(scale, np.asarray(0, sdt)[()]),
+                       lax.broadcast_in_dim(np.asarray(1, sdt)[()], typeof(scale).shape, ()), scale)
+    lhs = lhs / scale
+    c, resids, rank, s = lstsq(lhs, rhs, rcond)
+    c = c / (scale if typeof(c).ndim == 1 else scale[:, None])
+    if full:
+        return c, resids, rank, s, rcond
+    if not cov:
+        return c
+    vbase = inv(lhs.T @ lhs) / outer(scale, scale)
+    if cov == "unscaled":
+        fac = np.asarray(1.0, typeof(vbase).dtype)
+    else:
+        if _static(m) and m <= order:
+            raise ValueError("polyfit: the number of data points must exceed order to scale the covariance matrix")
+        rdt = typeof(resids).dtype
+        dof = (m - order) if _static(m) else lax.convert_element_type(lax.sub(m, np.int64(order)), rdt)
+        fac = resids / dof
+    if typeof(y).ndim == 1:
+        return c, vbase * fac
+    return c, vbase[:, :, None] * fac

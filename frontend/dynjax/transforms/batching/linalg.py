@@ -22,5 +22,5 @@ def _linalg_rule(primitive, nmatrices):
 
 
 for _p, _nm in ((_L.solve_p, 2), (_L.det_p, 1), (_L.slogdet_p, 1), (_L.cholesky_p, 1),
-                (_L.qr_p, 1), (_L.eigh_p, 1), (_L.svd_p, 1)):
+                (_L.qr_p, 1), (_L.eigh_p, 1), (_L.eig_p, 1), (_L.svd_p, 1)):
     batching_rules[_p] = _linalg_rule(_p, _nm)

@@ -14,7 +14,9 @@ from . import Zero, _const, _zero_like
 # same rules serve grad through the transpose of linalg_solve. Symmetric-input decompositions
 # (cholesky, eigh) differentiate the symmetrized tangent (da + da^H) / 2. Derivatives at
 # points where they do not exist (a singular matrix for det, repeated eigenvalues for eigh,
-# repeated or zero singular values for svd) come out as infinities or NaNs.
+# repeated or zero singular values for svd) come out as infinities or NaNs. eig follows JAX:
+# the eigenvalues have a derivative (dw = diag(V^-1 da V)); the eigenvectors only with
+# enable_eigvec_derivs=True (valid for distinct eigenvalues, under LAPACK's normalization).
 
 
 def _la():
@@ -108,6 +110,60 @@ def _linalg_eigh_rule(primals, tangents, *, lower=True):
     return [w, v], [dw, dv]
 
 
+_EIGVEC_DERIVS_MSG = (
+    "Derivatives of non-symmetric eigenvectors are only valid under assumptions on the input that "
+    "cannot be checked (distinct eigenvalues; see the enable_eigvec_derivs argument of "
+    "dynjax.lax.linalg.eig, as in JAX). Pass enable_eigvec_derivs=True to dynjax.lax.linalg.eig to "
+    "opt in, or differentiate jnp.linalg.eigvals (the eigenvalues alone).")
+
+
+def _eig_vec_jvp(w, v, da):
+    """``(dw, dv)`` of right eigenvectors ``v`` (columns, unit 2-norm, largest component real)
+    of a matrix with eigenvalues ``w``, for the (complex) tangent ``da``; JAX's rule."""
+    jnp = _la()
+    eye = _eye_like(v)
+    # F_ij = 1 / (w_j - w_i) off the diagonal, 0 on it
+    f = np.array(1, typeof(v).dtype) / (eye + jnp.expand_dims(w, -2) - jnp.expand_dims(w, -1)) - eye
+    p = jnp.matmul(_L.solve_p.bind(v, da), v)
+    dw = jnp.sum(p * eye, axis=-1)
+    u = jnp.matmul(v, f * p)
+    # dv_j = u_j + c_j v_j: the unit norm fixes Re c_j, the real largest component Im c_j
+    k = jnp.argmax(jnp.abs(v), axis=-2)
+    rows = jnp.broadcast_to(jnp.expand_dims(jnp.arange(typeof(v).shape[-2], dtype=np.int64), -1),
+                            tuple(typeof(v).shape))
+    mask = jnp.astype(jnp.equal(rows, jnp.expand_dims(k, -2)), typeof(v).dtype)
+    re = -jnp.real(jnp.sum(jnp.conj(v) * u, axis=-2))
+    im = -jnp.imag(jnp.sum(mask * u, axis=-2)) / jnp.real(jnp.sum(mask * v, axis=-2))
+    c = jnp.astype(re, typeof(v).dtype) + jnp.astype(im, typeof(v).dtype) * np.array(1j, typeof(v).dtype)
+    return dw, u + v * jnp.expand_dims(c, -2)
+
+
+def _linalg_eig_rule(primals, tangents, *, compute_left_eigenvectors=True, compute_right_eigenvectors=True,
+                     enable_eigvec_derivs=False):
+    (a,), (ta,) = primals, tangents
+    jnp = _la()
+    left, right = compute_left_eigenvectors, compute_right_eigenvectors
+    if (left or right) and not enable_eigvec_derivs:
+        raise NotImplementedError(_EIGVEC_DERIVS_MSG)
+    outs = _L.eig_p.bind(a, compute_left_eigenvectors=left, compute_right_eigenvectors=True,
+                         enable_eigvec_derivs=enable_eigvec_derivs)
+    w, vr = outs[0], outs[-1]
+    da = jnp.astype(ta, typeof(vr).dtype)
+    if not (left or right):
+        # dw_i = (V^-1 da V)_ii
+        return [w], [jnp.sum(_L.solve_p.bind(vr, da) * _mT(vr), axis=-1)]
+    dw, dvr = _eig_vec_jvp(w, vr, da)
+    primal_out, tangent_out = [w], [dw]
+    if left:
+        _, dvl = _eig_vec_jvp(jnp.conj(w), outs[1], _H(da))
+        primal_out.append(outs[1])
+        tangent_out.append(dvl)
+    if right:
+        primal_out.append(vr)
+        tangent_out.append(dvr)
+    return primal_out, tangent_out
+
+
 def _square(av) -> bool:
     return same_dim(av.shape[-1], av.shape[-2])
 
@@ -188,5 +244,6 @@ jvp_rules[_L.det_p] = _linalg_det_rule
 jvp_rules[_L.slogdet_p] = _linalg_slogdet_rule
 jvp_rules[_L.cholesky_p] = _linalg_cholesky_rule
 jvp_rules[_L.eigh_p] = _linalg_eigh_rule
+jvp_rules[_L.eig_p] = _linalg_eig_rule
 jvp_rules[_L.qr_p] = _linalg_qr_rule
 jvp_rules[_L.svd_p] = _linalg_svd_rule
