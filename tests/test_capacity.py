@@ -273,3 +273,41 @@ def test_long_runs_reuse_one_runner_thread():
     assert {id(r) for r in xla._RUNNERS.all} == runners and 1 <= len(runners) <= xla._RunnerPool.MAX_IDLE
     assert [t.name for t in threading.enumerate()].count("dynjax-run") == len(runners)
     assert xla.wait_for_runs(10) and xla.runs_in_flight() == 0
+
+
+DATA_SIZED = [
+    ("mask_sum", lambda x: jnp.sum(x[x > 0] ** 2), lambda x: np.sum(x[x > 0] ** 2)),
+    ("mask_returned", lambda x: (x[x > 0], jnp.cumsum(x[x < 0])),
+     lambda x: (x[x > 0], np.cumsum(x[x < 0]))),
+    ("nonzero_gather", lambda x: jnp.mean(x[jnp.nonzero(x > 0.5)[0]] * 2 + 1),
+     lambda x: np.mean(x[np.nonzero(x > 0.5)[0]] * 2 + 1) if np.any(x > 0.5) else np.nan),
+    ("two_masks_concat", lambda x: jnp.concatenate([x[x > 0], -x[x < -0.5]]).max(initial=-1.0),
+     lambda x: np.concatenate([x[x > 0], -x[x < -0.5]]).max(initial=-1.0)),
+]
+
+
+@pytest.mark.parametrize("policy", ["auto", "exact"])
+@pytest.mark.parametrize("name, fn, oracle", DATA_SIZED, ids=[d[0] for d in DATA_SIZED])
+def test_sizes_from_data_run_as_one_executable(name, fn, oracle, policy, monkeypatch):
+    """A size computed from data (``x[x > 0]``) is bounded by the array it comes from, so the
+    program is one padded executable even at a call's exact sizes: no segments, no host round
+    trip; only a size returned to the user is cut on the host."""
+    monkeypatch.setenv("DYNJAX_TIERS", policy)
+    f = qjit(fn, abstracted_axes=({0: "n"},))
+    rng = np.random.default_rng(len(name))
+    sizes = [50, 0, 1, 2, 17, 50, 300]
+    for n in sizes:
+        x = rng.standard_normal(n)
+        with np.errstate(all="ignore"):
+            want = oracle(x)
+        got = f(x)
+        for g, w in zip(*(t if isinstance(t, tuple) else (t,) for t in (got, want))):
+            np.testing.assert_allclose(g, w, rtol=1e-12, err_msg=f"{name} at n={n}")
+    info = f.cache_info()
+    assert info["host_steps"] == 0, info
+    assert len(f._entry().program.steps) == 1
+    if policy == "exact":   # one executable per distinct size, each at the exact input sizes
+        assert info["specializations"] == len(set(sizes)), info
+        assert info["padded_runs"] == 0 and info["exact_runs"] == len(sizes), info
+    else:                   # the first size exact (one compile), the others padded by bucket
+        assert info["specializations"] == 1 and info["padded_runs"] == len(sizes) - 2, info

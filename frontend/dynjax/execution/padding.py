@@ -152,6 +152,10 @@ def _is_int_scalar(v) -> bool:
     return v.aval.shape == () and (is_integer_dtype(v.aval.dtype) or v.aval.dtype == bool_)
 
 
+def _is_int_array(v) -> bool:
+    return is_integer_dtype(v.aval.dtype) or v.aval.dtype == bool_
+
+
 def interpret(ctx: Context, jaxpr: Jaxpr, consts: Sequence[Any], args: Sequence[Any]) -> List[Any]:
     """Run ``jaxpr`` under the padding rules (``args`` padded, int scalars logical); the
     intervals of the int scalar inputs must already be in ``ctx``."""
@@ -170,7 +174,8 @@ def interpret(ctx: Context, jaxpr: Jaxpr, consts: Sequence[Any], args: Sequence[
         outs = outs if eqn.primitive.multiple_results else [outs]
         for v, x in zip(eqn.outvars, outs):
             ctx.env[id(v)] = x
-            if _is_int_scalar(v):
+            if _is_int_scalar(v) or (_is_int_array(v) and eqn.primitive in interval_rules):
+                # an integer array's interval holds every element (elementwise rules only)
                 irule = interval_rules.get(eqn.primitive)
                 lo, hi = irule(ctx, eqn) if irule else (None, None)
                 if id(v) in ctx.clip:
@@ -351,6 +356,20 @@ def _bool_interval(ctx, eqn):
     return 0, 1
 
 
+def _reduce_sum_interval(ctx, eqn):
+    """A sum of integers each in ``[lo, hi]`` (e.g. a count of true elements, ``[0, 1]``):
+    at most as many terms as the padded reduced axes hold."""
+    lo, hi = ctx.interval(eqn.invars[0])
+    if not _known(lo, hi):
+        return None, None
+    shape = eqn.invars[0].aval.shape
+    count = 1
+    for ax in eqn.params["axes"]:
+        count *= ctx.bound(shape[ax])
+    return min(0, lo * count), max(0, hi * count)
+
+
+interval_rules[P.reduce_sum_p] = _reduce_sum_interval
 interval_rules[P.neg_p] = _neg_interval
 interval_rules[P.convert_element_type_p] = _same_interval
 interval_rules[P.select_n_p] = _select_interval

@@ -30,7 +30,7 @@ from .analysis import is_int_scalar as _is_int_scalar
 from .lru import BoundedCache
 from .padded_runs import (CapacityProgram, PaddedRun, compile_padded, jaxpr_of_equation, mark_long_padded,
                           resizing_loops)
-from .padding import NotPaddable, bucket, next_bucket, pad_jaxpr
+from .padding import MIN_BUCKET, NotPaddable, bucket, next_bucket, pad_jaxpr
 from .size_checks import MAX_SIZE, check_sizes
 
 
@@ -63,7 +63,8 @@ class Stats:
 class Segment:
     """A jaxpr that compiles to one static executable per concrete signature."""
 
-    def __init__(self, jaxpr: Jaxpr, consts: Sequence[Any], stats: Stats, describe_input=None):
+    def __init__(self, jaxpr: Jaxpr, consts: Sequence[Any], stats: Stats, describe_input=None,
+                 exact_by_padding: bool = False):
         self.jaxpr = jaxpr
         self.consts = list(consts)
         self.stats = stats
@@ -71,7 +72,16 @@ class Segment:
         self.baked = [i for i, v in enumerate(jaxpr.invars) if _is_int_scalar(v) and id(v) in need]
         baked = set(self.baked)
         self.runtime = [i for i in range(len(jaxpr.invars)) if i not in baked]
-        self.lowered, self.host_eqns, self.host_vars = _host_sizes(jaxpr, [jaxpr.invars[i] for i in self.baked])
+        #: sizes computed from data inside the program (``x[x > 0]``): no module specializes to
+        #: them, so the "exact" executable of a size is the padded program whose input sizes are
+        #: exactly the call's (every data-dependent size padded to its bound): one executable,
+        #: no host round trip (see ``_compile``)
+        self.exact_by_padding = exact_by_padding
+        if exact_by_padding:
+            self.lowered, self.host_eqns, self.host_vars = None, [], []
+        else:
+            self.lowered, self.host_eqns, self.host_vars = _host_sizes(
+                jaxpr, [jaxpr.invars[i] for i in self.baked])
         self.describe_input = describe_input or (lambda i: f"input {i}")
         self._module_text: Optional[str] = None
         self._lowering_lock = threading.Lock()
@@ -156,9 +166,12 @@ class Segment:
                 self._queue_own_bucket(args)
         elif exe in self.promoted:
             self.stats.exact_calls_served += 1
-        self.last_executable = exe
         self.stats.exact_runs += 1
         explain.maybe(explain.tiers, lambda: f"exact tier: {self._describe_key(key)}")
+        if exe.__class__ is _ExactPadded:   # not for the dispatch table's direct calls
+            self.last_executable = exe.run.exe
+            return exe(args), None
+        self.last_executable = exe
         return exe(*[args[i] for i in self.runtime]), exe
 
     def _describe_key(self, key) -> str:
@@ -331,6 +344,8 @@ class Segment:
         from .. import runtime
         baked_values = {i: int(args[i]) for i in self.baked}
         self._check(args)
+        if self.exact_by_padding:
+            return self._compile_exact_padded(baked_values)
         explain.maybe(explain.recompiles, lambda: explain.compile_reason(
             "specialize and compile exact sizes", self._key(args), self.cache.keys(), self.describe_input,
             self.runtime, self.baked))
@@ -355,6 +370,27 @@ class Segment:
         self.last_specialized = text
         return exe
 
+    def _compile_exact_padded(self, baked_values) -> "_ExactPadded":
+        """The exact executable of a program with sizes from data: padded to exactly the
+        call's input sizes, each size from data to its bound (``padding.pad_jaxpr``)."""
+        from .. import runtime
+        from ..lowering import module_text
+        start = time.perf_counter()
+        program = pad_jaxpr(self.jaxpr, self.consts, dict(baked_values))
+        text = module_text(program.closed)
+        self.stats.lowerings += 1
+        self.stats.specializations += 1
+        exe, hit = runtime.compile_cached(text, return_hit=True)
+        if hit:
+            self.stats.disk_hits += 1
+        else:
+            self.stats.compilations += 1
+            seconds, previous = time.perf_counter() - start, self.compile_seconds
+            self.compile_seconds = seconds if previous is None else 0.75 * previous + 0.25 * seconds
+        mark_long_padded(exe, program.closed.jaxpr)
+        self.last_specialized = text
+        return _ExactPadded(PaddedRun(program, exe, text))
+
     def _mark_long(self, exe, args):
         """Runs the cost model may not bound wait interruptibly (``tiers.mark_long``)."""
         estimate = self._cost_estimate()
@@ -363,6 +399,18 @@ class Segment:
             baked = set(self.baked)
             tiers.mark_long(exe, estimate, {name: int(args[i]) for i, name in zip(ints, estimate[1])
                                             if name is not None and i in baked})
+
+
+class _ExactPadded:
+    """A padded program compiled for exactly one call's input sizes (``Segment._compile``
+    of a program with sizes from data): called with all the segment's inputs."""
+    __slots__ = ("run", "__weakref__")
+
+    def __init__(self, run: PaddedRun):
+        self.run = run
+
+    def __call__(self, args):
+        return self.run(args)
 
 
 class _SizeRecord:
@@ -437,8 +485,11 @@ def _evaluate(eqns, env: Dict[int, int]) -> Dict[int, int]:
     """Run scalar equations on the host with their numpy impls (``env``: var id -> value)."""
     env = dict(env)
     for eqn in eqns:
-        vals = [a.val if isinstance(a, Literal) else env[id(a)] for a in eqn.invars]
-        outs = impl_rules[eqn.primitive](*[np.asarray(x) for x in vals], **eqn.params)
+        # the values are Python scalars: give them back their dtypes (a uint64 size is not
+        # an int64 one; the impls refuse operands of two dtypes)
+        vals = [np.asarray(a.val) if isinstance(a, Literal) else np.asarray(env[id(a)], a.aval.dtype)
+                for a in eqn.invars]
+        outs = impl_rules[eqn.primitive](*vals, **eqn.params)
         outs = outs if eqn.primitive.multiple_results else [outs]
         for v, x in zip(eqn.outvars, outs):
             env[id(v)] = np.asarray(x).item()
@@ -575,6 +626,8 @@ class Program:
         jx = self.jaxpr
         if self._compilable_as_one():
             return [Segment(jx, self.consts, self.stats, self.describe_input)]
+        if self._paddable_as_one():
+            return [Segment(jx, self.consts, self.stats, self.describe_input, exact_by_padding=True)]
         steps: List[Any] = []
         cur: List[Any] = []
         outside: set = {id(v) for v in list(jx.invars) + list(jx.constvars) if _is_int_scalar(v)}
@@ -608,6 +661,21 @@ class Program:
         jx = self.jaxpr
         fold = foldable_vars(jx, [v for v in jx.invars if _is_int_scalar(v)])
         return all(statically_compilable(e, fold) for e in jx.eqns)
+
+    def _paddable_as_one(self) -> bool:
+        """Whether a program whose sizes come from data runs as one padded executable (every
+        size from data has a bound: ``x[x > 0]`` is at most ``x``'s length), so that no host
+        round trip splits it. Programs with resizing loops have capacities instead
+        (``CapacityProgram``)."""
+        jx = self.jaxpr
+        if resizing_loops(jx):
+            return False
+        sized = {i: MIN_BUCKET for i, v in enumerate(jx.invars) if _is_int_scalar(v)}
+        try:
+            pad_jaxpr(jx, self.consts, sized)
+        except NotPaddable:
+            return False
+        return True
 
     def _segment(self, eqns, index, steps) -> Segment:
         """A sub-jaxpr for a run of equations: free variables in, later-used variables out."""
