@@ -15,7 +15,10 @@ may have ``?`` dimensions and leading ``tensor<i64>`` dimension inputs), and
    ``real_dynamic_slice``/``dynamic_pad``/``dynamic_gather``/``dynamic_conv``
    with constant shapes, shape assertions, and a check that nothing stayed
    dynamic);
-4. drops the now identity casts and prints the result.
+4. rewrites what refinement leaves in a form XLA handles worse: FFT placeholders
+   (``fft.py``) and single-window gathers at constant starts, which become slices
+   (``slices.py``);
+5. drops the now identity casts and prints the result.
 
 Anything that stays dynamic (a shape computed from array *data*, a loop whose
 carried shapes change per iteration, ...) raises :class:`SpecializationError`
@@ -37,6 +40,7 @@ from jaxlib.mlir.dialects import func, stablehlo
 
 from .context import make_context
 from .fft import static_ffts
+from .slices import constant_gathers_to_slices
 
 try:  # the C++ refinement entry point (private jaxlib API; kept in this package)
     from jaxlib._jax import mlir as _jax_mlir
@@ -392,6 +396,7 @@ def specialize(module, arg_types: Sequence, dim_values: Mapping[int, int] | None
         out = ir.Module.parse(refined, ctx)
         with ctx, ir.Location.unknown(ctx):
             static_ffts(out)   # FFTs over dynamic axes: stablehlo.fft of the known lengths
+            constant_gathers_to_slices(out)   # slices of dynamic axes, now of known sizes
             new_main = _find_main(out)
             new_type = _function_type(new_main)
             if "?" in str(new_type):
