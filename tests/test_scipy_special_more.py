@@ -450,3 +450,75 @@ def test_integrals_vmap():
     si, ci = dynjax.vmap(S.sici, in_axes=1, out_axes=1)(x)
     close(si, sc.sici(x)[0], 1e-13)
     close(dynjax.vmap(S.owens_t, in_axes=(0, None))(x, 0.5), sc.owens_t(x, 0.5), 1e-12)
+
+
+# ----------------------------------------------------------------------------------------------
+# bessel_jn, hyp1f1 (scipy/special_hyper.py)
+# ----------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("dt", [np.float64, np.float32])
+def test_bessel_jn_against_scipy_and_jax(dt):
+    rng = np.random.default_rng(12)
+    z = np.concatenate([[0.0, -0.0, 1e-300, -2e-6, 0.5, -3.2, 30.0, 60.0, 200.0, np.inf, -np.inf, np.nan],
+                        rng.uniform(-40, 40, 50)]).astype(dt)
+    for v in (0, 1, 5):
+        got = S.bessel_jn(z, v=v)
+        assert got.shape == (v + 1,) + z.shape and got.dtype == dt
+        with np.errstate(all="ignore"):
+            want = sc.jv(np.arange(v + 1)[:, None], z.astype(np.float64))
+        want[:, 2] = [0.5e-300 ** k if k < 2 else 0.0 for k in range(v + 1)][:v + 1]  # scipy: 2e-14 off
+        ok = np.isfinite(want)
+        assert np.isnan(got[~ok]).all()
+        # 1e-14 absolute (the values are O(1) and oscillate through 0); float32: rounded
+        close(got[ok], want[ok].astype(dt), 0, 2e-14 if dt == np.float64 else 2e-7)
+    # JAX's (a fixed 50-step recurrence) is accurate for |z| up to about 25 only, NaN at 0, and
+    # NaN at several float32 points (0.5, -3.2, ...): compared in float64 only
+    small = (np.abs(z) < 20) & (np.abs(z) > 1e-5)
+    if dt == np.float64:
+        close(S.bessel_jn(z[small], v=3), np.asarray(js.bessel_jn(z[small], v=3)), 0, 1e-13)
+    with pytest.raises(ValueError, match="non-negative"):
+        S.bessel_jn(z, v=-1)
+
+
+def test_bessel_jn_compiled_grad_vmap():
+    rng = np.random.default_rng(13)
+    three_ways(lambda z: S.bessel_jn(z, v=3), lambda n: (rng.uniform(-30, 30, n),), rtol=1e-12, atol=1e-14)
+    z = np.linspace(-6, 9, 5)
+    for k in (0, 2):
+        g = dynjax.vmap(dynjax.grad(lambda t, k=k: S.bessel_jn(t, v=3)[k]))(z)
+        close(g, np.asarray(jax.vmap(jax.grad(lambda t, k=k: js.bessel_jn(t, v=3)[k]))(z)), 1e-10, 1e-13)
+        np.testing.assert_allclose(g[1], fd_grad(lambda t, k=k: S.bessel_jn(t, v=3)[k], z[1]), rtol=1e-6)
+    close(dynjax.vmap(lambda t: S.bessel_jn(t, v=2))(z.reshape(5, 1)),
+          np.moveaxis(sc.jv(np.arange(3)[:, None, None], z.reshape(5, 1)), 0, 1), 0, 1e-14)
+
+
+@pytest.mark.parametrize("dt", [np.float64, np.float32])
+def test_hyp1f1_against_scipy_and_jax(dt):
+    rng = np.random.default_rng(14)
+    a = np.concatenate([[1.0, 1.0, -2.0, 1.0, 2.0, 1.0, 0.0, -3.0, np.nan], rng.uniform(-5, 10, 150)])
+    b = np.concatenate([[0.0, -1.0, -3.0, 2.0, 2.0, 1.0, 1.5, 2.5, 1.0], rng.uniform(0.1, 10, 150)])
+    x = np.concatenate([[1.0, 1.0, 1.0, 0.0, 5.0, np.inf, 3.0, -4.0, 1.0], rng.uniform(-30, 30, 150)])
+    a, b, x = a.astype(dt), b.astype(dt), x.astype(dt)
+    got = S.hyp1f1(a, b, x)
+    with np.errstate(all="ignore"):
+        want = sc.hyp1f1(a.astype(np.float64), b.astype(np.float64), x.astype(np.float64))
+    same_specials(got, want.astype(dt))
+    ok = np.isfinite(want)
+    # 1e-12 relative (the series after Kummer's transformation; a < 0 cancels: absolute terms)
+    close(got[ok], want[ok].astype(dt), 1e-12 if dt == np.float64 else 2e-6, 1e-300)
+    # JAX's 1F1 loses all digits at some of these points (3.4 relative at a = 9.9, b = 3.6,
+    # x = -16.8): compare where a >= 0 and x >= 0
+    pos = ok & (a >= 0) & (x >= 0)
+    close(got[pos], np.asarray(js.hyp1f1(a[pos], b[pos], x[pos])), 1e-10 if dt == np.float64 else 1e-5, 1e-300)
+
+
+def test_hyp1f1_derivatives_compiled():
+    a, b, x = np.array([0.5, 2.0, 3.5]), np.array([1.5, 4.0, 2.0]), np.array([-2.0, 0.7, 3.0])
+    for k in range(3):
+        g = dynjax.vmap(dynjax.grad(S.hyp1f1, argnums=k))(a, b, x)
+        close(g, np.asarray(jax.vmap(jax.grad(js.hyp1f1, argnums=k))(a, b, x)), 1e-9)
+        args = [a[0], b[0], x[0]]
+        np.testing.assert_allclose(g[0], fd_grad(lambda v: S.hyp1f1(*(args[:k] + [v] + args[k + 1:])), args[k]),
+                                   rtol=1e-6)
+    rng = np.random.default_rng(15)
+    three_ways(S.hyp1f1, lambda n: (rng.uniform(0, 5, n), rng.uniform(0.5, 5, n), rng.uniform(-10, 10, n)),
+               rtol=1e-12)

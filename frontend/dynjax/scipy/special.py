@@ -304,6 +304,7 @@ def ndtri(p):
 # the rest of jax.scipy.special (written in their own modules, which import the helpers above)
 from .special_more import *  # noqa: E402,F401,F403
 from .special_integrals import *  # noqa: E402,F401,F403
-from . import special_more as _more, special_integrals as _integrals  # noqa: E402
+from .special_hyper import *  # noqa: E402,F401,F403
+from . import special_more as _more, special_integrals as _integrals, special_hyper as _hyper  # noqa: E402
 
-__all__ += _more.__all__ + _integrals.__all__
+__all__ += _more.__all__ + _integrals.__all__ + _hyper.__all__
