@@ -939,6 +939,15 @@ def _threefry2x32(draw, prim):
                      dyn=(None, None, {0: "n"}, {0: "n"}))
 
 
+# --- optimization_barrier (dynjax.lax.barrier): the identity on any operands, dynamic dims too
+@cases("optimization_barrier")
+def _optimization_barrier(draw, prim):
+    dt1, dt2 = _dtype(draw, CATALOGUE), _dtype(draw, CATALOGUE)
+    n = _size(draw)
+    return bind_case(prim, lambda: [_array(draw, dt1, (n, 2)), _array(draw, dt2, ())],
+                     dyn=({0: "n"}, None))
+
+
 # ---------------------------------------------------------------------------------------------
 # The tests
 # ---------------------------------------------------------------------------------------------

@@ -227,7 +227,7 @@ def test_binary_float():
 
 def test_binary_int():
     def f(x, y):
-        return (x + y, x - y, x * y, lax.div(x, y), lax.rem(x, y), lax.pow(x, y % 5 - 1), lax.max(x, y),
+        return (x + y, x - y, x * y, lax.div(x, y), lax.rem(x, y), lax.api.pow(x, y % 5 - 1), lax.max(x, y),
                 lax.min(x, y), x & y, x | y, x ^ y, x == y, x != y, x < y, x <= y, x > y, x >= y)
 
     def g(x, y):
@@ -477,7 +477,7 @@ def test_static_slices_of_dynamic_arrays():
 
 def test_dynamic_slice_static_sizes_runtime_starts():
     def f(x, i, j):
-        return lax.dynamic_slice(x, (i, j), (1, 2))
+        return lax.api.dynamic_slice(x, (i, j), (1, 2))
     sets = [(RNG.normal(size=(n, 4)), np.int64(i), np.int64(j)) for n, i, j in
             [(1, 0, 0), (3, 2, 3), (5, -4, 1), (5, 9, -1)]]
     check(f, sets, lambda x, i, j: P._dynamic_slice_impl(x, i, j, slice_sizes=(1, 2)), axes=({0: "n"},))
@@ -485,7 +485,7 @@ def test_dynamic_slice_static_sizes_runtime_starts():
 
 def test_dynamic_slice_dynamic_sizes():
     def f(x, i, k):
-        return lax.dynamic_slice(x, (i, 1), (k, 2))
+        return lax.api.dynamic_slice(x, (i, 1), (k, 2))
     sets = [(RNG.normal(size=(n, 4)), np.int64(i), k) for n, i, k in
             [(0, 0, 0), (1, 0, 1), (5, 2, 3), (5, 4, 3), (5, -3, 2), (6, 1, 0)]]
 
@@ -496,7 +496,7 @@ def test_dynamic_slice_dynamic_sizes():
 
 def test_dynamic_update_slice():
     def f(x, u, i):
-        return lax.dynamic_update_slice(x, u, (i, 0))
+        return lax.api.dynamic_update_slice(x, u, (i, 0))
     sets = [(RNG.normal(size=(n, 3)), RNG.normal(size=(1, 3)), np.int64(i)) for n, i in [(1, 0), (4, 2), (4, 7),
                                                                                           (5, -2)]]
     check(f, sets, lambda x, u, i: P._dynamic_update_slice_impl(x, u, i, 0), axes=({0: "n"},))

@@ -263,3 +263,118 @@ def test_argument_errors():
         nn.standardize(np.ones(3), algorithm="slow")
     with pytest.raises(ValueError, match="num_classes|negative"):
         nn.one_hot(np.array([1]), -2)
+
+
+# --- tanh, log1mexp, logmeanexp ---------------------------------------------------------------
+@pytest.mark.parametrize("dt", [np.float64, np.float32])
+def test_tanh_log1mexp_against_jax(dt):
+    x = grid(dt)
+    close(nn.tanh(x), jnn.tanh(x), RTOL[dt])
+    pos = np.concatenate([[0.0, 1e-300, 1e-10, 0.1, np.log(2.0) - 1e-9, np.log(2.0), 0.7, 1.0, 10.0,
+                           50.0, 800.0, np.inf], np.linspace(0.01, 8, 23)]).astype(dt)
+    close(nn.log1mexp(pos), jnn.log1mexp(pos), RTOL[dt])
+    f = dynjax.qjit(nn.log1mexp, abstracted_axes={0: "n"})
+    close(f(pos), jnn.log1mexp(pos), RTOL[dt])
+    close(nn.log1mexp(np.arange(1, 4)), jnn.log1mexp(np.arange(1, 4)), 1e-13)   # ints: float64
+    inner = pos[(pos > 1e-5) & np.isfinite(pos)]
+    close(dynjax.vmap(dynjax.grad(nn.log1mexp))(inner), jax.vmap(jax.grad(jnn.log1mexp))(inner),
+          RTOL[dt])
+
+
+def test_logmeanexp_against_jax():
+    rng = np.random.default_rng(3)
+    x = rng.normal(size=(3, 4)) * 10
+    w = rng.random((3, 4)) > 0.4
+    for kw in (dict(), dict(axis=1), dict(axis=(0, 1)), dict(axis=0, keepdims=True),
+               dict(axis=1, where=w), dict(where=w, keepdims=True)):
+        close(nn.logmeanexp(x, **kw), jnn.logmeanexp(x, **kw), 1e-13)
+    f = dynjax.qjit(lambda x: nn.logmeanexp(x, axis=0), abstracted_axes={0: "n"})
+    for n in (1, 5):
+        y = rng.normal(size=(n, 3))
+        close(f(y), jnn.logmeanexp(y, axis=0), 1e-13)
+    close(dynjax.grad(lambda x: nn.logmeanexp(x))(x), jax.grad(lambda x: jnn.logmeanexp(x))(x), 1e-12)
+
+
+# --- dot_product_attention ----------------------------------------------------------------------
+def _attention_inputs(rng, B, T, S, N, K, H, dt=np.float64):
+    q = rng.normal(size=(B, T, N, H)).astype(dt)
+    k = rng.normal(size=(B, S, K, H)).astype(dt)
+    v = rng.normal(size=(B, S, K, H)).astype(dt)
+    return q, k, v
+
+
+@pytest.mark.parametrize("dt", [np.float64, np.float32])
+def test_dot_product_attention_against_jax(dt):
+    rng = np.random.default_rng(4)
+    B, T, S, N, K, H = 2, 5, 7, 4, 2, 3
+    q, k, v = _attention_inputs(rng, B, T, S, N, K, H, dt)
+    bias, bias1 = rng.normal(size=(B, N, T, S)).astype(dt), rng.normal(size=(1, 1, T, S)).astype(dt)
+    mask, mask1 = rng.random((B, N, T, S)) > 0.3, rng.random((B, 1, T, S)) > 0.3
+    ql, kl = np.array([3, 5], np.int32), np.array([7, 2], np.int32)
+    tol = 5e-6   # the softmax is computed in float32 for every dtype (as in JAX)
+    for kw in (dict(), dict(bias=bias), dict(bias=bias1), dict(mask=mask), dict(mask=mask1),
+               dict(is_causal=True), dict(local_window_size=(1, 2)), dict(local_window_size=1),
+               dict(query_seq_lengths=ql), dict(key_value_seq_lengths=kl), dict(scale=0.3),
+               dict(query_seq_lengths=ql, key_value_seq_lengths=kl, is_causal=True, bias=bias,
+                    mask=mask), dict(implementation="xla"),
+               dict(return_residual=True), dict(return_residual=True, is_causal=True,
+                                                query_seq_lengths=ql)):
+        got = nn.dot_product_attention(q, k, v, **kw)
+        want = jnn.dot_product_attention(q, k, v, **kw)
+        for g, w in zip(got if isinstance(got, tuple) else (got,), want if isinstance(want, tuple) else (want,)):
+            close(g, w, tol, tol)
+    # TNH operands, multi-query attention (K = 1)
+    q3, k3, v3 = q[0], k[0, :, :1], v[0, :, :1]
+    close(nn.dot_product_attention(q3, k3, v3), jnn.dot_product_attention(q3, k3, v3), tol, tol)
+    with pytest.raises(ValueError):
+        nn.dot_product_attention(q, k, v, implementation="cudnn")
+    with pytest.raises(ValueError):
+        nn.dot_product_attention(q[:, :, :3], k, v)        # 3 query heads for 2 key heads
+    with pytest.raises(ValueError):
+        nn.dot_product_attention(q, k, v, query_seq_lengths=ql.astype(np.int64))
+
+
+def test_dot_product_attention_dynamic_sizes_grad_vmap():
+    rng = np.random.default_rng(5)
+    N, K, H = 4, 2, 3
+    f = dynjax.qjit(lambda q, k, v, ql, kl: nn.dot_product_attention(
+        q, k, v, is_causal=True, query_seq_lengths=ql, key_value_seq_lengths=kl, return_residual=True),
+        abstracted_axes=({0: "b", 1: "t"}, {0: "b", 1: "s"}, {0: "b", 1: "s"}, {0: "b"}, {0: "b"}))
+    for B, T, S in ((2, 5, 7), (1, 3, 3), (3, 1, 4), (2, 0, 3)):
+        q, k, v = _attention_inputs(rng, B, T, S, N, K, H)
+        ql = rng.integers(0, T + 1, B).astype(np.int32)
+        kl = rng.integers(1, S + 1, B).astype(np.int32)
+        want = jnn.dot_product_attention(q, k, v, is_causal=True, query_seq_lengths=ql,
+                                         key_value_seq_lengths=kl, return_residual=True)
+        for g, w in zip(f(q, k, v, ql, kl), want):
+            close(g, w, 5e-6, 5e-6)
+    q, k, v = _attention_inputs(rng, 2, 5, 6, N, K, H)
+    bias = rng.normal(size=(2, N, 5, 6))
+
+    def loss(mod):
+        return lambda q, k, v, b: mod.dot_product_attention(q, k, v, b, is_causal=True).sum()
+    for g, w in zip(dynjax.grad(loss(nn), argnums=(0, 1, 2, 3))(q, k, v, bias),
+                    jax.grad(loss(jnn), argnums=(0, 1, 2, 3))(q, k, v, bias)):
+        close(g, w, 5e-6, 5e-6)
+    gq = dynjax.qjit(dynjax.grad(lambda q, k, v: nn.dot_product_attention(q, k, v, local_window_size=(1, 1)).sum()),
+                     abstracted_axes=({1: "t"}, {1: "s"}, {1: "s"}))(q, k, v)
+    close(gq, jax.grad(lambda q, k, v: jnn.dot_product_attention(q, k, v, local_window_size=(1, 1)).sum())(q, k, v),
+          5e-6, 5e-6)
+    close(dynjax.vmap(nn.dot_product_attention)(q, k, v), jax.vmap(jnn.dot_product_attention)(q, k, v),
+          5e-6, 5e-6)
+
+
+def test_scaled_matmul_is_its_documented_formula():
+    """JAX computes scaled_matmul only through cuDNN (it has no CPU lowering): dynjax follows its
+    documented definition, on every float type it has."""
+    rng = np.random.default_rng(6)
+    a, b = rng.normal(size=(2, 3, 64)), rng.normal(size=(2, 4, 64))
+    sa, sb = rng.random((2, 3, 2)), rng.random((2, 4, 2))
+    want = np.einsum("BMK,BNK->BMN", a * np.repeat(sa, 32, axis=-1), b * np.repeat(sb, 32, axis=-1))
+    close(nn.scaled_matmul(a, b, sa, sb), want.astype(np.float32), 2e-6, 1e-5)
+    close(nn.scaled_matmul(a, b, sa, sb, preferred_element_type=np.float64), want, 1e-12, 1e-12)
+    f = dynjax.qjit(lambda a, b, sa, sb: nn.scaled_matmul(a, b, sa, sb, np.float64),
+                    abstracted_axes=({1: "m"}, {1: "n"}, {1: "m"}, {1: "n"}))
+    close(f(a, b, sa, sb), want, 1e-12, 1e-12)
+    with pytest.raises(ValueError):
+        nn.scaled_matmul(a, b, sa, rng.random((2, 4, 4)))

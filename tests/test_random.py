@@ -415,3 +415,23 @@ def test_initializers_against_jax(exact_tier):
         di.orthogonal()(kd, (3,))
     with pytest.raises(ValueError, match="mode"):
         di.variance_scaling(1.0, "fan_bad", "normal")
+
+
+def test_clone_key_impl_key_dtype():
+    """JAX's key helpers on dynjax's keys (raw uint32[..., 2] data)."""
+    key = random.PRNGKey(3)
+    assert random.clone(key) is key
+    np.testing.assert_array_equal(random.uniform(random.clone(key), (3,)), random.uniform(key, (3,)))
+    assert random.key_impl(key) == jr.key_impl(jr.PRNGKey(3)) == "threefry2x32"
+    assert random.key_impl(random.split(key, 4)) == "threefry2x32"
+    assert dynjax.qjit(lambda k: random.clone(k))(key).dtype == np.uint32
+    assert random.key_dtype() == random.key_dtype("threefry2x32") == np.dtype(np.uint32)
+    assert random.key_dtype() == random.key_data(key).dtype
+    with pytest.raises(ValueError, match="unrecognized PRNG implementation"):
+        random.key_dtype("foo")
+    with pytest.raises(ValueError):
+        jr.key_dtype("foo")
+    with pytest.raises(ValueError):
+        random.key_dtype("rbg")      # a JAX implementation that dynjax does not have
+    with pytest.raises(TypeError):
+        random.key_impl(np.ones(3))

@@ -751,4 +751,5 @@ from . import callbacks as _callbacks  # noqa: E402,F401
 from . import convolution as _convolution  # noqa: E402,F401  (conv_general_dilated)
 from . import cumulative as _cumulative  # noqa: E402,F401  (cummax / cummin)
 from . import reduce_window as _reduce_window  # noqa: E402,F401
+from . import barrier as _barrier  # noqa: E402,F401
 from . import prng as _prng  # noqa: E402,F401

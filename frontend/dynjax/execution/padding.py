@@ -401,6 +401,8 @@ for _p in (_bits.population_count_p, _bits.clz_p, _bits.nextafter_p, _bits.reduc
 from ..lax import special as _special  # noqa: E402
 for _p in _special.UNARY + _special.BINARY:   # elementwise special functions
     padding_rules[_p] = _same
+from ..lax import barrier as _barrier  # noqa: E402
+padding_rules[_barrier.optimization_barrier_p] = _same   # the identity
 
 
 def _slice(ctx, eqn, x):
@@ -634,7 +636,7 @@ def _read(x, starts, shape, dynamic):
             x = _resize_axis(x, ax, length)
     moved = [lax.min(_i64(s), np.int64(lax_shape(x)[ax] - shape[ax])) if dynamic[ax] else s
              for ax, s in enumerate(starts)]
-    w = lax.dynamic_slice(x, moved, tuple(shape))
+    w = lax.api.dynamic_slice(x, moved, tuple(shape))
     # a start moved back along an axis of window length 1 holds no logical element there
     dynamic = [d and shape[ax] > 1 for ax, d in enumerate(dynamic)]
     if not any(dynamic):
@@ -645,7 +647,7 @@ def _read(x, starts, shape, dynamic):
     for ax, d in enumerate(dynamic):
         if d:
             w = _resize_axis(w, ax, 2 * shape[ax])
-    return lax.dynamic_slice(w, back, tuple(shape))
+    return lax.api.dynamic_slice(w, back, tuple(shape))
 
 
 padding_rules[P.dynamic_slice_p] = _dynamic_slice
@@ -661,14 +663,14 @@ def _dynamic_update_slice(ctx, eqn, x, update, *starts):
     grown = x
     for ax in range(a.ndim):
         grown = _resize_axis(grown, ax, shape[ax] + ushape[ax])
-    window = lax.dynamic_slice(grown, starts, ushape)
+    window = lax.api.dynamic_slice(grown, starts, ushape)
     keep = None
     for ax, d in enumerate(u.shape):
         if ctx.is_dynamic(d):
             m = ctx.valid(ushape, ax, ctx.size(d))
             keep = m if keep is None else lax.bitwise_and(keep, m)
     merged = update if keep is None else lax.select(keep, update, window)
-    grown = lax.dynamic_update_slice(grown, merged, starts)
+    grown = lax.api.dynamic_update_slice(grown, merged, starts)
     return lax.slice(grown, (0,) * a.ndim, shape)
 
 
@@ -704,7 +706,7 @@ def _concatenate(ctx, eqn, *operands):
     for x, v in zip(xs, eqn.invars[:k]):
         starts = [np.int64(0)] * len(shape)
         starts[dim] = offset
-        buf = lax.dynamic_update_slice(buf, x, starts)
+        buf = lax.api.dynamic_update_slice(buf, x, starts)
         offset = lax.add(_i64(offset), _i64(ctx.size(v.aval.shape[dim])))
     return _resize_axis(buf, dim, shape[dim])
 
@@ -722,23 +724,23 @@ def _write(ctx, buf, piece, axis, offset, m):
     shift = lax.sub(_i64(offset), start)
     starts = [np.int64(0)] * nd
     starts[axis] = start
-    window = lax.dynamic_slice(buf, starts, tuple(lax_shape(piece)))
+    window = lax.api.dynamic_slice(buf, starts, tuple(lax_shape(piece)))
     if P == 1:   # a single element: written at its offset unless it is padding
         keep = lax.broadcast_in_dim(lax.gt(_i64(m), np.int64(0)), tuple(lax_shape(piece)), ())
-        return lax.dynamic_update_slice(buf, lax.select(keep, piece, window), starts)
+        return lax.api.dynamic_update_slice(buf, lax.select(keep, piece, window), starts)
     from ..core.trace import typeof
     cfg = [(0, 0, 0)] * nd
     cfg[axis] = (P, 0, 0)
     ext = lax.pad(piece, np.zeros((), typeof(piece).dtype), tuple(cfg))   # P free slots to its left
     from_ = [np.int64(0)] * nd
     from_[axis] = lax.sub(np.int64(P), shift)
-    moved = lax.dynamic_slice(ext, from_, tuple(lax_shape(piece)))
+    moved = lax.api.dynamic_slice(ext, from_, tuple(lax_shape(piece)))
     shape = tuple(lax_shape(piece))
     idx = lax.broadcasted_iota(int64, shape, axis)
     lo = lax.broadcast_in_dim(shift, shape, ())
     hi = lax.broadcast_in_dim(lax.add(shift, _i64(m)), shape, ())
     keep = lax.bitwise_and(lax.ge(idx, lo), lax.lt(idx, hi))
-    return lax.dynamic_update_slice(buf, lax.select(keep, moved, window), starts)
+    return lax.api.dynamic_update_slice(buf, lax.select(keep, moved, window), starts)
 
 
 # --- gather and scatter ---------------------------------------------------------------------
@@ -906,10 +908,10 @@ def _scan(ctx, eqn, *ops):
     def step_fn(i, state):
         carry, ys_ = state[:ncarry], state[ncarry:]
         t = lax.sub(lax.sub(n, np.int64(1)), i) if p["reverse"] else i
-        x_rows = [lax.squeeze(lax.dynamic_slice(x, [t] + [np.int64(0)] * (len(lax_shape(x)) - 1),
+        x_rows = [lax.squeeze(lax.api.dynamic_slice(x, [t] + [np.int64(0)] * (len(lax_shape(x)) - 1),
                                                 (1,) + tuple(lax_shape(x)[1:])), (0,)) for x in xs]
         outs = _nested(ctx, eqn, 0, body, [*consts, *carry, *x_rows], pairs)
-        new_ys = [lax.dynamic_update_slice(y, lax.broadcast_in_dim(o, (1,) + tuple(lax_shape(o)),
+        new_ys = [lax.api.dynamic_update_slice(y, lax.broadcast_in_dim(o, (1,) + tuple(lax_shape(o)),
                                                                    tuple(range(1, len(lax_shape(o)) + 1))),
                                            [t] + [np.int64(0)] * len(lax_shape(o)))
                   for y, o in zip(ys_, outs[ncarry:])]

@@ -14,8 +14,10 @@ from . import special  # noqa: E402,F401  (erf, lgamma, igamma, ...: the special
 from .special import (bessel_i0e, bessel_i1e, betainc, digamma, erf, erf_inv, erfc,  # noqa: E402,F401
                       igamma, igamma_grad_a, igammac, lgamma, polygamma, random_gamma_grad, zeta)
 from .convolution import (ConvDimensionNumbers, conv, conv_dimension_numbers,  # noqa: E402,F401
-                          conv_general_dilated, conv_general_dilated_patches, conv_transpose,
-                          conv_with_general_padding)
+                          conv_general_dilated, conv_general_dilated_patches,
+                          conv_general_permutations, conv_general_shape_tuple, conv_shape_tuple,
+                          conv_transpose, conv_transpose_shape_tuple, conv_with_general_padding,
+                          padtype_to_pads, ConvGeneralDilatedDimensionNumbers)
 from . import callbacks  # noqa: E402,F401  (the pure_callback primitive)
 from .cumulative import associative_scan, cummax, cumlogsumexp, cummin  # noqa: E402,F401
 from .fft import FftType, fft  # noqa: E402,F401  (the fft primitive; lax.fft is the function)
@@ -23,9 +25,10 @@ from .fft import FftType, fft  # noqa: E402,F401  (the fft primitive; lax.fft is
 # coincide), bit-level primitives, general gather / scatter, and the primitives as <name>_p
 from .derived import (Precision, RoundingMethod, acosh, argmax, argmin, asinh, atanh,  # noqa: E402,F401
                       batch_matmul, broadcast_shapes, broadcast_to_rank, clamp, collapse, dot,
-                      dot_general, dynamic_index_in_dim, dynamic_slice_in_dim,
-                      dynamic_update_index_in_dim, dynamic_update_slice_in_dim,
-                      empty, exp2, expand_dims, full, full_like, index_in_dim, map, reciprocal,
+                      dot_general, dynamic_index_in_dim, dynamic_slice, dynamic_slice_in_dim,
+                      dynamic_update_index_in_dim, dynamic_update_slice,
+                      dynamic_update_slice_in_dim,
+                      empty, exp2, expand_dims, full, full_like, index_in_dim, map, pow, reciprocal,
                       reduce_and, reduce_max, reduce_min, reduce_or, reduce_prod, reduce_sum,
                       reduce_xor, reshape, round, slice_in_dim, sort, sort_key_val, split, square,
                       squeeze, stop_gradient, top_k, zeros_like_array)
@@ -36,4 +39,9 @@ from .slicing import (GatherDimensionNumbers, GatherScatterMode, ScatterDimensio
                       scatter_mul, scatter_sub)
 from .primitive_names import *  # noqa: E402,F401,F403
 from . import prng  # noqa: E402,F401  (the threefry2x32 primitive)
-from .reduce_window import reduce, reduce_window  # noqa: E402,F401  (monoid computations)
+from .reduce_window import reduce, reduce_window, reduce_window_shape_tuple  # noqa: E402,F401
+from .derived import (DotDimensionNumbers, PrecisionLike, approx_max_k,  # noqa: E402,F401
+                      approx_min_k, broadcast_like, dtype, index_take, mulhi, stack, tile, unstack)
+from .ragged import RaggedDotDimensionNumbers, ragged_dot, ragged_dot_general  # noqa: E402,F401
+from .barrier import optimization_barrier  # noqa: E402,F401  (the optimization_barrier primitive)
+from .rng import RandomAlgorithm, rng_bit_generator  # noqa: E402,F401  (XLA's bit generators)

@@ -34,7 +34,7 @@ strided windows (``sliding_window_view``) with the kernel in one ``einsum`` per 
 from __future__ import annotations
 
 import operator
-from typing import NamedTuple, Sequence
+from typing import NamedTuple, Sequence, Union
 
 import numpy as np
 
@@ -46,7 +46,8 @@ from .base import (aval, check_dim_operands, define, describe_shapes, dim_str, r
 
 __all__ = ["ConvDimensionNumbers", "conv_dimension_numbers", "conv_general_permutations",
            "conv_general_dilated_p", "conv_general_dilated", "conv", "conv_with_general_padding",
-           "conv_transpose", "conv_general_dilated_patches", "padtype_to_pads"]
+           "conv_transpose", "conv_general_dilated_patches", "padtype_to_pads", "conv_shape_tuple",
+           "conv_general_shape_tuple", "conv_transpose_shape_tuple", "ConvGeneralDilatedDimensionNumbers"]
 
 
 class ConvDimensionNumbers(NamedTuple):
@@ -57,6 +58,10 @@ class ConvDimensionNumbers(NamedTuple):
     lhs_spec: Sequence[int]
     rhs_spec: Sequence[int]
     out_spec: Sequence[int]
+
+
+#: what ``conv_general_dilated``'s ``dimension_numbers`` takes
+ConvGeneralDilatedDimensionNumbers = Union[tuple[str, str, str], ConvDimensionNumbers, None]
 
 
 # ----------------------------------------------------------------------------------------------
@@ -200,6 +205,60 @@ def padtype_to_pads(in_shape, window_shape, window_strides, padding):
         big = _sub(total, small)
         pads.append((small, big) if mode == "SAME" else (big, small))
     return pads
+
+
+def conv_shape_tuple(lhs_shape, rhs_shape, strides, pads, batch_group_count=1):
+    """The result shape of a convolution of canonical layouts (``NC...``, ``OI...``): ``pads``
+    is ``'SAME'`` / ``'SAME_LOWER'`` / ``'VALID'`` or one ``(low, high)`` pair per spatial axis.
+    Sizes may be traced (the result's are then too)."""
+    lhs_shape, rhs_shape = tuple(lhs_shape), tuple(rhs_shape)
+    if isinstance(pads, str):
+        pads = padtype_to_pads(lhs_shape[2:], rhs_shape[2:], strides, pads)
+    if len(pads) != len(lhs_shape) - 2:
+        raise TypeError(f"Wrong number of explicit pads for convolution: expected "
+                        f"{len(lhs_shape) - 2}, got {len(pads)}.")
+    padded = [_add(_add(n, lo), hi) for n, (lo, hi) in zip(lhs_shape[2:], pads)]
+    if any(_is_int(p) and p < 0 for p in padded):
+        raise ValueError("Negative padding is larger than the size of the corresponding dimension: "
+                         f"got padding={list(pads)} for lhs_shape[2:]={lhs_shape[2:]}")
+    space = tuple(conv_out_dim(p, w, int(st)) for p, w, st in zip(padded, rhs_shape[2:], strides))
+    n = lhs_shape[0]
+    if batch_group_count > 1:
+        n = _div_nonneg(n, int(batch_group_count))
+    return (n, rhs_shape[0]) + space
+
+
+def _take(shape, perm):
+    return tuple(shape[i] for i in perm)
+
+
+def _untake(shape, perm):
+    out = [None] * len(perm)
+    for i, p in enumerate(perm):
+        out[p] = shape[i]
+    return tuple(out)
+
+
+def conv_general_shape_tuple(lhs_shape, rhs_shape, window_strides, padding, dimension_numbers):
+    """The result shape of ``conv_general_dilated`` (no dilation) for string
+    ``dimension_numbers`` such as ``('NHWC', 'HWIO', 'NHWC')``."""
+    lp, rp, op = conv_general_permutations(dimension_numbers)
+    out = conv_shape_tuple(_take(tuple(lhs_shape), lp), _take(tuple(rhs_shape), rp),
+                           window_strides, padding)
+    return _untake(out, op)
+
+
+def conv_transpose_shape_tuple(lhs_shape, rhs_shape, window_strides, padding, dimension_numbers):
+    """The result shape of ``conv_transpose`` (no dilation) for string ``dimension_numbers``;
+    ``padding`` is ``'SAME'`` / ``'VALID'`` or one pair per spatial axis."""
+    lp, rp, op = conv_general_permutations(dimension_numbers)
+    lt, rt = _take(tuple(lhs_shape), lp), _take(tuple(rhs_shape), rp)
+    if isinstance(padding, str):
+        padding = [_transpose_pads(int(k), int(st), padding) for k, st in zip(rt[2:], window_strides)]
+    totals = [sum(int(v) for v in p) for p in padding]
+    space = tuple(_add(_sub(_mul(_sub(i, 1), int(st)), k), 2 + t)
+                  for i, k, st, t in zip(lt[2:], rt[2:], window_strides, totals))
+    return _untake((lt[0], rt[0]) + space, op)
 
 
 # ----------------------------------------------------------------------------------------------

@@ -21,7 +21,7 @@ from ..core.avals import (bool_, canonical_dtype, int32, int64, is_complex_dtype
 from ..core.trace import Tracer, typeof
 from . import api
 from . import primitives as P
-from .base import shapes_equal
+from .base import dim_str, shapes_equal
 from .bits import bitcast_convert_type, shift_right_logical
 
 
@@ -109,6 +109,21 @@ def clamp(min, x, max):
             raise TypeError(f"lax.clamp requires {name} to be a scalar or have the shape of x, "
                             f"got {va.str_short()} and {xa.str_short()}")
     return P.min_p.bind(P.max_p.bind(x, lo), hi)
+
+
+def pow(x, y):
+    """``x ** y`` elementwise for an inexact ``x``: as in JAX, ``y`` has ``x``'s dtype or is an
+    integer (converted to ``x``'s dtype, as JAX's lowering does); a Python scalar is float64 /
+    int64 / complex128. (``dynjax.numpy.power`` also raises integers to integer powers.)"""
+    xa, ya = typeof(x), typeof(y)
+    if not is_inexact_dtype(xa.dtype) or not (
+            is_integer_dtype(ya.dtype) or ya.dtype == xa.dtype):
+        raise TypeError("the first argument to pow must have an inexact dtype (float or complex), "
+                        "and the second argument must have an inexact or integer dtype, and two "
+                        f"inexact dtypes must match, but got {xa.dtype} and {ya.dtype} respectively.")
+    if is_integer_dtype(ya.dtype):
+        y = api.convert_element_type(y, xa.dtype)
+    return P.pow_p.bind(x, y)
 
 
 def square(x):
@@ -338,9 +353,14 @@ def broadcast_shapes(*shapes):
 
 # --- slicing ---------------------------------------------------------------------------------
 def _start(s, dim, allow_negative):
-    """A start index as int64, with ``dim`` added to a negative one when ``allow_negative``."""
+    """A start index as int64, with ``dim`` added to a negative one when ``allow_negative``
+    (JAX's rule: a static negative start is an error otherwise; an unsigned one is never
+    negative)."""
     if not isinstance(s, Tracer):
         s = int(s)
+        if not allow_negative and s < 0:
+            raise ValueError(f"Index {s} is out of bounds for dimension {dim_str(dim)} if "
+                             "allow_negative_indices=False")
         if allow_negative and s < 0:
             if isinstance(dim, int):
                 return np.int64(s + dim)
@@ -349,8 +369,9 @@ def _start(s, dim, allow_negative):
     a = typeof(s)
     if a.shape != () or not is_integer_dtype(a.dtype):
         raise TypeError(f"index arguments must be integer scalars, got {a.str_short()}")
+    unsigned = a.dtype.kind == "u"
     s = api.convert_element_type(s, int64)
-    if not allow_negative:
+    if not allow_negative or unsigned:
         return s
     d = np.int64(dim) if isinstance(dim, int) else api.convert_element_type(dim, int64)
     return P.select_n_p.bind(P.lt_p.bind(s, np.int64(0)), s, P.add_p.bind(s, d))
@@ -360,17 +381,33 @@ def _flags(allow, n):
     return list(allow) if isinstance(allow, (tuple, list)) else [bool(allow)] * n
 
 
+def _wrapped_starts(name, a, start_indices, allow_negative_indices):
+    """JAX's start indices: a sequence of integer scalars or a 1-D integer array, one per axis
+    of ``a``; a negative start gets the axis size added once (where allowed). The primitive
+    then clamps each start so that the slice fits (``lax/api.py``'s ``dynamic_slice`` /
+    ``dynamic_update_slice``, which dynjax's own modules call: they clamp only)."""
+    if isinstance(start_indices, (tuple, list)):
+        starts = list(start_indices)
+    elif isinstance(start_indices, Tracer) or isinstance(start_indices, np.ndarray):
+        sa = typeof(start_indices)
+        if sa.ndim != 1 or not isinstance(sa.shape[0], int):
+            raise TypeError(f"{name}: start_indices must be a sequence or a 1-D array of static "
+                            f"length, got {sa.str_short()}")
+        starts = [start_indices[i] for i in range(sa.shape[0])]
+    else:
+        starts = list(start_indices)
+    if len(starts) != a.ndim:
+        raise ValueError(f"Length of slice indices must match number of operand dimensions "
+                         f"({len(starts)} vs {a.str_short()})")
+    flags = _flags(allow_negative_indices, a.ndim)
+    return [_start(s, d, f) for s, d, f in zip(starts, a.shape, flags)]
+
+
 def dynamic_slice(operand, start_indices, slice_sizes, *, allow_negative_indices=True):
     """The slice of ``slice_sizes`` at ``start_indices`` (a negative start counts from the end
     when ``allow_negative_indices``; starts are then clamped so the slice fits)."""
     a = typeof(operand)
-    starts = list(start_indices) if not (hasattr(start_indices, "shape") and
-                                         not isinstance(start_indices, (tuple, list))) else \
-        [start_indices[i] for i in range(typeof(start_indices).shape[0])]
-    if len(starts) != a.ndim:
-        raise TypeError(f"dynamic_slice: needs {a.ndim} start indices for {a.str_short()}, got {len(starts)}")
-    flags = _flags(allow_negative_indices, a.ndim)
-    starts = [_start(s, d, f) for s, d, f in zip(starts, a.shape, flags)]
+    starts = _wrapped_starts("dynamic_slice", a, start_indices, allow_negative_indices)
     return api.dynamic_slice(operand, starts, slice_sizes)
 
 
@@ -378,12 +415,7 @@ def dynamic_update_slice(operand, update, start_indices, *, allow_negative_indic
     """``operand`` with ``update`` written at ``start_indices`` (negative starts count from the
     end when ``allow_negative_indices``; starts are clamped so the update fits)."""
     a = typeof(operand)
-    starts = list(start_indices)
-    if len(starts) != a.ndim:
-        raise TypeError(f"dynamic_update_slice: needs {a.ndim} start indices for {a.str_short()}, "
-                        f"got {len(starts)}")
-    flags = _flags(allow_negative_indices, a.ndim)
-    starts = [_start(s, d, f) for s, d, f in zip(starts, a.shape, flags)]
+    starts = _wrapped_starts("dynamic_update_slice", a, start_indices, allow_negative_indices)
     return api.dynamic_update_slice(operand, update, starts)
 
 
@@ -686,3 +718,268 @@ def map(f: Callable, xs, *, batch_size: Optional[int] = None):
         return outs[0]
     return tree_map(lambda y0, y1: api.concatenate([y0, y1], 0), outs[0], outs[1])
 
+
+# --- more of jax.lax: integer products, stacking and tiling, dtypes, data types ---------------
+def mulhi(x, y, /):
+    """The high half of the full-width product of two integers of one dtype: for N-bit
+    operands, bits N..2N-1 of the 2N-bit product (signed or unsigned as the dtype)."""
+    xa, ya = typeof(x), typeof(y)
+    P.check_kinds("mulhi", "integer", xa)
+    if xa.dtype != ya.dtype:
+        raise TypeError(f"lax.mulhi requires arguments to have the same dtypes, got "
+                        f"{xa.dtype.name}, {ya.dtype.name}")
+    if xa.ndim and ya.ndim and not shapes_equal(xa.shape, ya.shape):
+        raise TypeError(f"lax.mulhi: incompatible shapes {xa.str_short()} and {ya.str_short()}")
+    shape = xa.shape if xa.ndim else ya.shape    # a rank-0 operand broadcasts
+    x, y = (api.broadcast_in_dim(v, shape, ()) if typeof(v).ndim != len(shape) else v
+            for v in (x, y))
+    dt = xa.dtype
+    bits = 8 * dt.itemsize
+    if bits < 64:   # the exact product in the type twice as wide
+        wide = np.dtype(f"{dt.kind}{2 * dt.itemsize}")
+        prod = P.mul_p.bind(api.convert_element_type(x, wide), api.convert_element_type(y, wide))
+        return api.convert_element_type(P.shift_right_p.bind(prod, np.asarray(bits, wide)), dt)
+    # 64 bits: schoolbook multiplication of the unsigned 32-bit halves
+    u = np.dtype(np.uint64)
+    a, b = bitcast_convert_type(x, u), bitcast_convert_type(y, u)
+    mask, s32 = np.asarray(0xFFFFFFFF, u), np.asarray(32, u)
+    a_lo, a_hi = P.and_p.bind(a, mask), P.shift_right_p.bind(a, s32)
+    b_lo, b_hi = P.and_p.bind(b, mask), P.shift_right_p.bind(b, s32)
+    ll, lh = P.mul_p.bind(a_lo, b_lo), P.mul_p.bind(a_lo, b_hi)
+    hl, hh = P.mul_p.bind(a_hi, b_lo), P.mul_p.bind(a_hi, b_hi)
+    mid = P.add_p.bind(P.add_p.bind(P.shift_right_p.bind(ll, s32), P.and_p.bind(lh, mask)),
+                       P.and_p.bind(hl, mask))
+    hi = P.add_p.bind(P.add_p.bind(hh, P.shift_right_p.bind(lh, s32)),
+                      P.add_p.bind(P.shift_right_p.bind(hl, s32), P.shift_right_p.bind(mid, s32)))
+    if dt.kind == "i":   # the signed high half: minus b where a < 0, minus a where b < 0
+        zero = np.zeros((), u) if not shape else api.broadcast_in_dim(np.zeros((), u), shape, ())
+        for neg, other in ((P.lt_p.bind(x, np.zeros((), dt)), b), (P.lt_p.bind(y, np.zeros((), dt)), a)):
+            hi = P.sub_p.bind(hi, P.select_n_p.bind(neg, zero, other))
+    return bitcast_convert_type(hi, dt)
+
+
+def stack(operands: Sequence, axis: int = 0):
+    """The arrays ``operands`` (one shape) joined along a new axis ``axis``."""
+    ops = [_as_array(o) for o in operands]
+    if not ops:
+        raise ValueError("lax.stack requires at least one operand")
+    a = typeof(ops[0])
+    axis = _axis(axis, a.ndim + 1)
+    for o in ops[1:]:
+        b = typeof(o)
+        if b.dtype != a.dtype or not shapes_equal(b.shape, a.shape):
+            raise TypeError(f"lax.stack requires operands of one shape and dtype, got "
+                            f"{a.str_short()} and {b.str_short()}")
+    return api.concatenate([expand_dims(o, (axis,)) for o in ops], axis)
+
+
+def unstack(x, axis: int = 0):
+    """The slices of ``x`` along ``axis`` (a static size), as a tuple of arrays without it."""
+    a = typeof(x)
+    axis = _axis(axis, a.ndim)
+    n = a.shape[axis]
+    if not isinstance(n, int):
+        raise TypeError(f"lax.unstack needs a static size along axis {axis}, got {a.str_short()} "
+                        "(the number of results must be known when tracing)")
+    return tuple(index_in_dim(x, i, axis, keepdims=False) for i in range(n))
+
+
+def tile(operand, reps: Sequence[int]):
+    """``operand`` repeated ``reps[i]`` times along each axis ``i`` (one entry per axis)."""
+    a = typeof(operand)
+    reps = [api.canonicalize_dim(r, "repetition count") for r in reps]
+    if len(reps) != a.ndim:
+        raise ValueError(f"lax.tile: reps must have one entry per axis of {a.str_short()}, got "
+                         f"{len(reps)}")
+    # broadcast to (r0, d0, r1, d1, ...) and merge each pair
+    shape, dims = [], []
+    for i, (r, d) in enumerate(zip(reps, a.shape)):
+        shape += [r, d]
+        dims.append(2 * i + 1)
+    out = api.broadcast_in_dim(operand, shape, dims)
+    return api.reshape(out, [r * d for r, d in zip(reps, a.shape)])
+
+
+def broadcast_like(arr, like_arr):
+    """``arr`` broadcast (numpy's rules) to the shape of ``like_arr``."""
+    from ..numpy import broadcast_to
+    return broadcast_to(arr, typeof(like_arr).shape)
+
+
+def index_take(src, idxs, axes: Sequence[int]):
+    """``src`` indexed along ``axes`` by the integer arrays ``idxs`` (one per axis, of one
+    shape ``(n,)``; indices wrap around: taken modulo the axis size): the result has shape
+    ``(n,)`` + the other axes of ``src``, in order."""
+    a = typeof(src)
+    axes = [int(ax) for ax in axes]
+    idxs = [_as_array(i) for i in idxs]
+    if len(idxs) != len(axes):
+        raise TypeError(f"index_take: {len(idxs)} index arrays for {len(axes)} axes")
+    cols = []
+    for i, ax in zip(idxs, axes):
+        ia = typeof(i)
+        if not is_integer_dtype(ia.dtype):
+            raise TypeError(f"index_take: indices must be integers, got {ia.str_short()}")
+        i = api.convert_element_type(i, int64)
+        n = a.shape[ax]
+        size = np.int64(n) if isinstance(n, int) else api.convert_element_type(n, int64)
+        size = api.broadcast_in_dim(size, typeof(i).shape, ()) if typeof(i).ndim else size
+        # Python's modulo of a positive size, as JAX's `indices % max_idx`
+        r = P.rem_p.bind(i, size)
+        r = P.select_n_p.bind(P.lt_p.bind(r, np.int64(0)), r, P.add_p.bind(r, size))
+        cols.append(api.broadcast_in_dim(r, tuple(typeof(r).shape) + (1,), tuple(range(typeof(r).ndim))))
+    rows = cols[0] if len(cols) == 1 else api.concatenate(cols, typeof(cols[0]).ndim - 1)
+    return api.gather(src, rows, axes)
+
+
+def _as_array(x):
+    if isinstance(x, Tracer) or isinstance(x, np.ndarray):
+        return x
+    if isinstance(x, (bool, int, float, complex, np.generic)):
+        return np.asarray(x, canonical_dtype(typeof(x).dtype))
+    return np.asarray(x)
+
+
+_PY_SCALAR_DTYPES = {bool: bool_, int: int64, float: np.dtype(np.float64),
+                     complex: np.dtype(np.complex128)}
+
+
+def dtype(x):
+    """The dtype of a value or type, as dynjax computes with it: Python scalars and their types
+    give int64 / float64 / complex128 / bool (JAX's with 64-bit types on), arrays and traced
+    values their own dtype; names, numpy types and dtypes are checked to be supported."""
+    if x is None:
+        raise ValueError(f"Invalid argument to dtype: {x}.")
+    if isinstance(x, type):
+        if x in _PY_SCALAR_DTYPES:
+            return _PY_SCALAR_DTYPES[x]
+        if issubclass(x, np.generic):
+            return canonical_dtype(x)
+    elif type(x) in _PY_SCALAR_DTYPES:
+        return _PY_SCALAR_DTYPES[type(x)]
+    if isinstance(x, Tracer):
+        return typeof(x).dtype
+    if isinstance(x, (str, np.dtype)):
+        try:
+            return canonical_dtype(x)
+        except TypeError:
+            raise TypeError(f"Value '{x}' with dtype {np.dtype(x)} is not a valid JAX array type. "
+                            "Only arrays of numeric types are supported by JAX.") from None
+    dt = getattr(x, "dtype", None)
+    if not isinstance(dt, np.dtype):
+        try:
+            dt = np.result_type(x)   # (as JAX: a list is refused)
+        except TypeError as err:
+            raise TypeError(f"Cannot determine dtype of {x}") from err
+    try:
+        return canonical_dtype(dt)
+    except TypeError:
+        raise TypeError(f"Value '{x}' with dtype {dt} is not a valid JAX array type. "
+                        "Only arrays of numeric types are supported by JAX.") from None
+
+
+#: the dimension numbers of ``dot_general``: ``((lhs_contracting, rhs_contracting),
+#: (lhs_batch, rhs_batch))``
+DotDimensionNumbers = tuple[tuple[Sequence[int], Sequence[int]], tuple[Sequence[int], Sequence[int]]]
+#: what a ``precision=`` argument takes
+PrecisionLike = Optional[builtins.str | Precision | tuple[builtins.str, builtins.str]
+                         | tuple[Precision, Precision]]
+
+
+# --- approximate top-k (exact here, as JAX's on the CPU) -------------------------------------
+_TPU_CHUNK_TILING = 1024   # rank-1 operands
+_TPU_LANE_TILING = 128     # rank >= 2
+
+
+def _log2_floor(v: int) -> int:
+    return 0 if v == 0 else v.bit_length() - 1
+
+
+def _log2_ceil(v: int) -> int:
+    return 0 if v == 0 else (v - 1).bit_length()
+
+
+def approx_top_k_output_size(input_size: int, rank: int, k: int, recall_target: float,
+                             aggregate_to_topk: bool, input_size_override: int = -1) -> int:
+    """The size of the reduction axis of ``approx_max_k`` / ``approx_min_k``'s results: ``k``
+    when aggregating, else XLA's ``ApproxTopKReductionOutputSize`` (a TPU-oriented number of
+    candidates that every platform reports)."""
+    if aggregate_to_topk:
+        return k
+    tiling = _TPU_CHUNK_TILING if rank == 1 else _TPU_LANE_TILING
+    if input_size <= tiling:
+        return input_size
+    if input_size_override >= 0 and input_size > input_size_override:
+        raise ValueError(f"reduction_input_size_override: {input_size_override} should be greater "
+                         f"equals to operands[reduction_dim]: {input_size}")
+    logical = input_size_override if input_size_override >= 0 else input_size
+    if k == 1:
+        return tiling
+    recall = float(np.float32(recall_target))     # XLA takes a float
+    if not 0.0 < recall <= 1.0:
+        raise ValueError("recall_target should range in (0,1]")
+    import math
+    # the number of windows for the recall (at least the tiling; measured against jaxlib's
+    # function, which does not cap it at the input size)
+    m = max(int((1.0 - k) / math.log(recall)) if recall < 1.0 else 2 ** 63, tiling)
+    log2_reduction = _log2_floor(logical // m)
+    if log2_reduction == 0:
+        return input_size
+    log2_reduction = min(log2_reduction, _log2_ceil(input_size // tiling))
+    return -(-(-(-input_size // tiling)) // (1 << log2_reduction)) * tiling
+
+
+def _approx_top_k(name, is_max_k, operand, k, reduction_dimension, recall_target,
+                  reduction_input_size_override, aggregate_to_topk):
+    a = typeof(operand)
+    k = int(k)
+    if k <= 0:
+        raise ValueError(f"k must be positive, got {k}")
+    if a.ndim == 0:
+        raise TypeError(f"approx_top_k operand must have >= 1 dimension, got {a.shape}")
+    if not is_float_dtype(a.dtype):
+        raise ValueError("operand must be a floating type")
+    axis = _axis(reduction_dimension, a.ndim, "reduction_dimension")
+    n = a.shape[axis]
+    if isinstance(n, int) and n < k:
+        raise ValueError(f"k must be smaller than the size of reduction_dim {n}, got {k}")
+    if aggregate_to_topk:
+        size = k
+    elif isinstance(n, int):
+        size = approx_top_k_output_size(n, a.ndim, k, recall_target, False,
+                                        int(reduction_input_size_override))
+    else:
+        raise NotImplementedError(
+            f"{name} with aggregate_to_topk=False needs a static size along the reduction "
+            f"dimension (the number of results depends on it), got {a.str_short()}")
+    # a stable sort on the value, +0.0 and -0.0 as equals (XLA's fallback compares with > or <)
+    zero = np.zeros((), a.dtype)
+    key = P.add_p.bind(P.neg_p.bind(operand) if is_max_k else operand, zero)
+    idx = api.broadcasted_iota(int32, a.shape, axis)
+    _, vals, idx = api.sort((key, operand, idx), dimension=axis, num_keys=1)
+    sizes = list(a.shape)
+    sizes[axis] = size
+    if all(isinstance(d, int) for d in a.shape):
+        lim = [d if i != axis else size for i, d in enumerate(a.shape)]
+        zeros = [0] * a.ndim
+        return api.slice(vals, zeros, lim), api.slice(idx, zeros, lim)
+    starts = [np.int64(0)] * a.ndim
+    return api.dynamic_slice(vals, starts, sizes), api.dynamic_slice(idx, starts, sizes)
+
+
+def approx_max_k(operand, k: int, reduction_dimension: int = -1, recall_target: float = 0.95,
+                 reduction_input_size_override: int = -1, aggregate_to_topk: bool = True):
+    """The ``k`` largest values along ``reduction_dimension`` and their int32 indices. As JAX's
+    on the CPU, the result is exact (``recall_target`` only matters to TPUs): sorted
+    descending, equal values in index order. With ``aggregate_to_topk=False`` the results
+    keep as many sorted candidates as XLA's approximate reduction would (at least ``k``)."""
+    return _approx_top_k("approx_max_k", True, operand, k, reduction_dimension, recall_target,
+                         reduction_input_size_override, aggregate_to_topk)
+
+
+def approx_min_k(operand, k: int, reduction_dimension: int = -1, recall_target: float = 0.95,
+                 reduction_input_size_override: int = -1, aggregate_to_topk: bool = True):
+    """The ``k`` smallest values along ``reduction_dimension`` and their int32 indices (exact,
+    as JAX's on the CPU; see ``approx_max_k``)."""
+    return _approx_top_k("approx_min_k", False, operand, k, reduction_dimension, recall_target,
+                         reduction_input_size_override, aggregate_to_topk)

@@ -148,13 +148,18 @@ def _binary_abstract(name, kinds, out_bool=False):
 
 
 def _binary(name, fn, kinds="number", out_bool=False):
+    abstract = _binary_abstract(name, kinds, out_bool)
+
     def impl(x, y):
+        # eager refuses what tracing refuses: operands of two dtypes (a Python scalar is
+        # float64 / int64 / complex128 / bool, as in JAX with x64: lax.add(float32_array, 2.0)
+        # is a TypeError either way), shapes that differ, dtypes the operation does not take
+        abstract(x, y)
         x, y = _arr(x), _arr(y)
-        check_kinds(name, kinds, aval(x))   # eager refuses what tracing refuses
         with np.errstate(all="ignore"):
             out = fn(x, y)
         return _arr(out, bool_ if out_bool else x.dtype)
-    return define(name, impl, _binary_abstract(name, kinds, out_bool))
+    return define(name, impl, abstract)
 
 
 def _int_div(x, y):
@@ -279,6 +284,7 @@ integer_pow_p = define("integer_pow", _integer_pow_impl, _integer_pow_abstract)
 def _complex_impl(x, y):
     """The complex number with real part x and imaginary part y, both exactly (``x + 1j * y``
     would turn ``complex(1, inf)`` into ``nan+infj`` and lose the sign of a zero y)."""
+    _complex_abstract(x, y)   # eager refuses what tracing refuses
     x, y = _arr(x), _arr(y)
     out = np.empty(np.broadcast_shapes(x.shape, y.shape), complex_dtype(x.dtype))
     out.real = x

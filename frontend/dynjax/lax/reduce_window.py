@@ -37,7 +37,8 @@ from . import api as _api
 from .base import aval, check_dim_operands, define, describe_shapes, result_aval
 from .convolution import (_add, _is_int, _size, conv_out_dim, dilate_dim, padtype_to_pads)
 
-__all__ = ["reduce_window_p", "reduce_window", "reduce", "bind_reduce_window", "identity_of"]
+__all__ = ["reduce_window_p", "reduce_window", "reduce", "bind_reduce_window", "identity_of",
+           "reduce_window_shape_tuple"]
 
 KINDS = ("sum", "prod", "max", "min")
 
@@ -312,6 +313,20 @@ def reduce_window(operand, init_value, computation, window_dimensions: Sequence[
     if _is_identity(kind, init, a.dtype):
         return tree_unflatten(tree, [out])
     return tree_unflatten(tree, [_init_combined(kind, init, out)])
+
+
+def reduce_window_shape_tuple(operand_shape, window_dimensions, window_strides, padding,
+                              base_dilation=None, window_dilation=None):
+    """The result shape of ``reduce_window``: ``padding`` is one ``(low, high)`` pair per axis
+    (sizes may be traced)."""
+    shape = tuple(operand_shape)
+    windows = tuple(window_dimensions)
+    if base_dilation is not None:
+        shape = tuple(dilate_dim(n, int(d)) for n, d in zip(shape, base_dilation))
+    if window_dilation is not None:
+        windows = tuple(dilate_dim(w, int(d)) for w, d in zip(windows, window_dilation))
+    padded = [_add(_add(n, lo), hi) for n, (lo, hi) in zip(shape, padding)]
+    return tuple(conv_out_dim(p, w, int(st)) for p, w, st in zip(padded, windows, window_strides))
 
 
 def reduce(operands, init_values, computation, dimensions: Sequence[int]):

@@ -36,7 +36,8 @@ from ..transforms.custom import custom_jvp
 __all__ = ["relu", "relu6", "gelu", "silu", "swish", "sigmoid", "log_sigmoid", "softplus", "elu",
            "selu", "celu", "leaky_relu", "hard_tanh", "hard_sigmoid", "hard_silu", "hard_swish", "glu", "soft_sign",
            "squareplus", "mish", "sparse_plus", "sparse_sigmoid", "identity",
-           "softmax", "log_softmax", "logsumexp", "one_hot", "standardize"]
+           "softmax", "log_softmax", "logsumexp", "one_hot", "standardize", "tanh", "log1mexp",
+           "logmeanexp"]
 
 
 # ----------------------------------------------------------------------------------------------
@@ -514,3 +515,50 @@ def one_hot(x, num_classes, *, dtype=None, axis=-1):
         lhs = lhs.astype(np.float64) if not is_inexact_dtype(av.dtype) else lhs
         rhs = rhs.astype(typeof(lhs).dtype)
     return (lhs == rhs).astype(dtype)
+
+
+# ----------------------------------------------------------------------------------------------
+# tanh, log1mexp, logmeanexp
+# ----------------------------------------------------------------------------------------------
+def tanh(x, /):
+    """The hyperbolic tangent (``jax.nn.tanh`` is ``jax.numpy.tanh``)."""
+    return jnp.tanh(x)
+
+
+@custom_jvp
+def _log1mexp(x):
+    c = _const(np.log(2.0), x)
+    return jnp.where(x < c, jnp.log(-jnp.expm1(-x)), jnp.log1p(-jnp.exp(-x)))
+
+
+@_log1mexp.defjvp
+def _log1mexp_jvp(primals, tangents):
+    (x,), (t,) = primals, tangents
+    return _log1mexp(x), t / jnp.expm1(x)
+
+
+@_quiet
+def log1mexp(x):
+    """``log(1 - exp(-x))``, accurately for every ``x >= 0`` (``log(-expm1(-x))`` below
+    ``log 2``, ``log1p(-exp(-x))`` above; Maechler's method, as JAX), with the derivative
+    ``1 / expm1(x)``. Undefined (NaN) for ``x < 0``."""
+    return _log1mexp(_inexact(x))
+
+
+@_quiet
+def logmeanexp(x, axis=None, where=None, keepdims: bool = False):
+    """``log(mean(exp(x), axis))``: ``logsumexp(x, axis) - log(n)`` with ``n`` the number of
+    elements reduced (those ``where`` holds)."""
+    x = _inexact(x)
+    lse = logsumexp(x, axis=axis, where=where, keepdims=keepdims)
+    dt = typeof(lse).dtype
+    axes = _axes(axis, typeof(x).ndim)
+    if where is None:
+        n = 1
+        for a in axes:
+            n = n * typeof(x).shape[a]
+        count = jnp.asarray(n, dtype=dt) if not isinstance(n, Tracer) else n.astype(dt)
+    else:
+        mask = _where_mask(where, x)
+        count = jnp.sum(mask, axis=axes, keepdims=keepdims).astype(dt)
+    return lse - jnp.log(count)

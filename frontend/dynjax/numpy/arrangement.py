@@ -615,7 +615,7 @@ def array_split(ary, indices_or_sections, axis=0):
         start = lax.add(lax.mul(each, np.int64(i)), lax.min(extra, np.int64(i))) if i else 0
         size = canonicalize_dim(lax.div(lax.add(nn, np.int64(sections - 1 - i)), np.int64(sections)))
         shape[axis] = size
-        out.append(lax.dynamic_slice(ary, [start if j == axis else 0 for j in range(nd)], list(shape)))
+        out.append(lax.api.dynamic_slice(ary, [start if j == axis else 0 for j in range(nd)], list(shape)))
     return out
 
 

@@ -48,7 +48,7 @@ def _win(x, axis, start, size):
     shape[axis] = size
     starts = [0] * len(shape)
     starts[axis] = start
-    return lax.dynamic_slice(x, starts, shape)
+    return lax.api.dynamic_slice(x, starts, shape)
 
 
 def _minus(n, k):

@@ -102,7 +102,7 @@ def _resize(x, axis, n):
     jnp = _jnp()
     zshape = tuple(n if i == axis else s for i, s in enumerate(shape))
     ext = jnp.concatenate([x, jnp.zeros(zshape, typeof(x).dtype)], axis)
-    return lax.dynamic_slice(ext, [0] * ndim, [n if i == axis else s for i, s in enumerate(shape)])
+    return lax.api.dynamic_slice(ext, [0] * ndim, [n if i == axis else s for i, s in enumerate(shape)])
 
 
 def _move_to_end(x, axes):

@@ -100,8 +100,8 @@ def convolve(a, v, mode="full"):
     total = n + m - 1 if isinstance(n, int) and isinstance(m, int) else lax.sub(lax.add(n, m), 1)
 
     def step(j, acc):
-        window = lax.dynamic_slice(acc, [j], [n])
-        return lax.dynamic_update_slice(acc, window + a * getitem(v, j), [j])
+        window = lax.api.dynamic_slice(acc, [j], [n])
+        return lax.api.dynamic_update_slice(acc, window + a * getitem(v, j), [j])
     full = fori_loop(0, m, step, zeros(total, dtype))
     if mode == "full":
         return full

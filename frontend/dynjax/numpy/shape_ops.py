@@ -238,7 +238,7 @@ def pad(array, pad_width, mode="constant", constant_values=0):
     from .creation import full
     new_shape = [d if lo == hi == 0 else d + int(lo + hi) for d, (lo, hi) in zip(av.shape, pw)]
     base = full(new_shape, value, av.dtype)
-    return lax.dynamic_update_slice(base, a, [int(lo) for lo, _ in pw])
+    return lax.api.dynamic_update_slice(base, a, [int(lo) for lo, _ in pw])
 
 
 def shape(a):
@@ -294,7 +294,7 @@ def roll(a, shift, axis=None):
     k = remainder(lax.convert_element_type(shift, np.int64) if isinstance(shift, Tracer) else int(shift), n)
     start = lax.sub(n, k)
     starts = [start if i == axis else 0 for i in range(av.ndim)]
-    return lax.dynamic_slice(lax.concatenate([a, a], axis), starts, list(av.shape))
+    return lax.api.dynamic_slice(lax.concatenate([a, a], axis), starts, list(av.shape))
 
 
 def diff(a, n=1, axis=-1, prepend=None, append=None):

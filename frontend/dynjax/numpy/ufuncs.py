@@ -115,7 +115,7 @@ def power(x, y):
         if y >= 0 or is_inexact_dtype(typeof(xp).dtype):
             return lax.integer_pow(xp, int(y))
     x, y = promote_and_broadcast(x, y, keep_scalars=True)
-    return lax.pow(x, y)
+    return lax.api.pow(x, y)   # the primitive: integers to integer powers too
 
 
 def arctan2(x, y):
@@ -331,7 +331,7 @@ rad2deg = _scaled("rad2deg", lambda x: x, _times(180 / np.pi), real_only=True)
 def exp2(x):
     """``2 ** x`` (integers are computed in float64)."""
     x = _to_float(_arraylike(x))
-    return lax.pow(np.asarray(2, dtype=typeof(x).dtype), x)
+    return lax.api.pow(np.asarray(2, dtype=typeof(x).dtype), x)
 
 
 # --- rounding, remainders, shifts and other elementwise functions ---------------------------

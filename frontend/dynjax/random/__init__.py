@@ -5,6 +5,7 @@ under ``qjit``, ``vmap`` and ``grad``. See ``doc/random.md``.
 A key is a ``uint32[2]`` array (``PRNGKey(0)``, ``key(0)``, ``split(k)[i]``, ``fold_in(k, i)``).
 """
 from .keys import PRNGKey, bits, fold_in, key, key_data, split, wrap_key_data  # noqa: F401
+from .keys import clone, key_dtype, key_impl  # noqa: F401
 from .samplers import (bernoulli, categorical, exponential, gumbel, laplace, logistic,  # noqa: F401
                        normal, orthogonal, randint, truncated_normal, uniform)
 from .permutations import choice, permutation, shuffle  # noqa: F401

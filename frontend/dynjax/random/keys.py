@@ -20,7 +20,7 @@ from ..lax.api import canonicalize_dim, shape_entries
 from ..lax.prng import threefry2x32
 
 __all__ = ["PRNGKey", "key", "key_data", "wrap_key_data", "split", "fold_in", "bits",
-           "check_key", "random_bits", "canonical_shape"]
+           "check_key", "random_bits", "canonical_shape", "clone", "key_impl", "key_dtype"]
 
 _U32 = np.dtype(np.uint32)
 _U64 = np.dtype(np.uint64)
@@ -161,6 +161,40 @@ def wrap_key_data(key_bits_array, *, impl=None):
     if impl not in (None, "threefry2x32"):
         raise ValueError(f"wrap_key_data: only threefry2x32 is supported, got {impl!r}")
     return check_key("wrap_key_data", key_bits_array, allow_batched=True)
+
+
+def clone(key):
+    """``key`` itself: JAX's ``clone`` only matters to its key-reuse checker, which dynjax does
+    not have (as in JAX outside that checker, it is the identity)."""
+    return key
+
+
+#: JAX's PRNG implementations (in the order of its messages); dynjax has threefry2x32
+_IMPLS = ("philox2x32", "philox4x32", "threefry2x32", "rbg", "unsafe_rbg", "threefry4x32")
+
+
+def _check_impl(name, impl):
+    if impl is None or impl == "threefry2x32":
+        return
+    if isinstance(impl, str) and impl not in _IMPLS:
+        raise ValueError(f'unrecognized PRNG implementation "{impl}". Did you mean one of: '
+                         + ", ".join(f'"{i}"' for i in _IMPLS) + "?")
+    raise ValueError(f"{name}: only the threefry2x32 implementation is supported, got {impl!r}")
+
+
+def key_impl(keys):
+    """The name of the PRNG implementation of ``keys`` (a key or an array of keys):
+    ``'threefry2x32'``, the only one dynjax has (JAX's default)."""
+    check_key("key_impl", keys, allow_batched=True)
+    return "threefry2x32"
+
+
+def key_dtype(impl_spec=None):
+    """The dtype of dynjax's keys for the implementation ``impl_spec`` (``None`` or
+    ``'threefry2x32'``): ``uint32``, since a dynjax key is raw ``uint32[..., 2]`` data (JAX
+    returns its typed-key dtype ``key<fry>`` here)."""
+    _check_impl("key_dtype", impl_spec)
+    return _U32
 
 
 def split(key, num=2):

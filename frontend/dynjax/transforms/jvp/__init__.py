@@ -719,3 +719,4 @@ from . import reduce_window as _reduce_window  # noqa: E402,F401  (and its trans
 from . import fft as _fft  # noqa: E402,F401
 from . import bits as _bits  # noqa: E402,F401
 from . import prng as _prng  # noqa: E402,F401
+from . import barrier as _barrier  # noqa: E402,F401  (optimization_barrier, and its transpose)
