@@ -19,7 +19,7 @@ jax = pytest.importorskip("jax")
 from jax_programs.swap import ImportSwap, load_original, load_swapped  # noqa: E402
 
 HERE = os.path.join(os.path.dirname(__file__), "jax_programs")
-PROGRAMS = ["mlp_classifier", "mlp_from_scratch", "vae", "dp_sgd", "advi"]
+PROGRAMS = ["mlp_classifier", "mlp_from_scratch", "vae", "dp_sgd", "advi", "library_tour"]
 
 
 @pytest.fixture(autouse=True)
