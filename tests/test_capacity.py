@@ -234,6 +234,25 @@ def test_a_stream_of_sizes_compiles_logarithmically_many_capacity_programs():
     assert f.cache_info()["padded_compilations"] == before
 
 
+def test_a_much_larger_capacity_run_does_not_serve_a_tiny_size():
+    """A run at buckets more than REUSE_ABOVE times larger would pad a tiny call's work many
+    times over: the tiny size gets a program of its own bucket, with capacities scaled down
+    from the larger run (one compile, no growth steps)."""
+    from dynjax.execution.padded_runs import REUSE_ABOVE
+    f = qjit(grow_while, abstracted_axes=({0: "n"},))
+    x = np.linspace(-1, 1, 1500)
+    np.testing.assert_allclose(f(x), grow_while_np(x), rtol=1e-13)
+    before = f.cache_info()["padded_compilations"] + f.cache_info()["disk_cache_hits"]
+    small = x[:5]
+    np.testing.assert_allclose(f(small), grow_while_np(small), rtol=1e-13)
+    assert f.cache_info()["padded_compilations"] + f.cache_info()["disk_cache_hits"] == before + 1
+    assert "tensor<16xf64>" in f.mlir_specialized and 1536 > 16 * REUSE_ABOVE
+    # a size within REUSE_ABOVE of the large run reuses it
+    mid = x[:400]
+    np.testing.assert_allclose(f(mid), grow_while_np(mid), rtol=1e-13)
+    assert f.cache_info()["padded_compilations"] + f.cache_info()["disk_cache_hits"] == before + 1
+
+
 def test_a_tail_slice_keeps_its_width_in_a_capacity_loop():
     """``a[-1:]`` of a growing array is ``min(n, 1)`` wide: the loop body works on one element,
     not on the whole capacity buffer (each step was O(capacity) before)."""

@@ -29,6 +29,8 @@ from .size_checks import check_sizes
 
 #: how much a resizing loop's capacities grow when an iteration does not fit
 GROWTH = 4
+#: a completed run serves inputs whose size buckets are smaller by at most this factor
+REUSE_ABOVE = 8
 
 
 def compile_padded(stats, closed: ClosedJaxpr):
@@ -177,26 +179,29 @@ class CapacityProgram:
     def _choose(self, own):
         """The (buckets, capacities) to run inputs of buckets ``own`` at: the run that served
         these buckets before; else the smallest run that completed for buckets at least as
-        large (its padded shapes hold these inputs, and its loops had room for larger ones);
-        else a first guess: the capacities that served the largest smaller buckets, scaled by
-        how much larger these buckets are (loops usually grow with their inputs), or the
-        smallest capacities when nothing ran yet. So sizes arriving in any order compile a
-        number of executables logarithmic in their range."""
+        large but at most ``REUSE_ABOVE`` times larger in every input (its padded shapes hold
+        these inputs, and its loops had room for larger ones; a much larger one would do much
+        more padded work); else a first guess at these buckets: the capacities of the nearest
+        run that completed, scaled by how much larger or smaller these buckets are (loops
+        usually grow with their inputs), or the smallest capacities when nothing ran yet. So
+        sizes arriving in any order compile a number of executables logarithmic in their
+        range."""
         hint = self.hints.get(own)
         if hint is not None:
             return hint
-        above, below = None, None
+        above, nearest, distance = None, None, None
         for b, c in self.sufficed.keys():
-            if all(x >= y for x, y in zip(b, own)):
+            if all(y <= x <= REUSE_ABOVE * max(y, 1) for x, y in zip(b, own)):
                 if above is None or sum(b) < sum(above[0]):
                     above = (b, c)
-            elif all(x <= y for x, y in zip(b, own)) and (below is None or sum(b) > sum(below[0])):
-                below = (b, c)
+            d = sum(abs(np.log2(max(x, 1) / max(y, 1))) for x, y in zip(b, own))
+            if distance is None or d < distance:
+                nearest, distance = (b, c), d
         if above is not None:
             return above
-        if below is None:
+        if nearest is None:
             return own, tuple([(MIN_BUCKET,) * e.params["nimplicit"] for e in self.loops])
-        b, c = below
+        b, c = nearest
         scale = max([o / max(x, 1) for o, x in zip(own, b)], default=1.0)
         return own, tuple([tuple([bucket(int(k * scale + 0.5)) for k in loop]) for loop in c])
 
