@@ -276,7 +276,7 @@ def test_long_runs_reuse_one_runner_thread():
     """Runs waited for interruptibly (a while loop's trip count is an input) are handed to a
     reused runner thread, not a new thread per call."""
     import threading
-    from dynjax.runtime import xla
+    from dynjax.runtime import runners as pool
 
     @qjit
     def count(k):
@@ -284,14 +284,14 @@ def test_long_runs_reuse_one_runner_thread():
 
     assert count(3) == 3.0
     assert count._entry().program.single.last_executable.wait_interruptibly
-    assert xla.wait_for_runs(10)
-    runners = {id(r) for r in xla._RUNNERS.all}
+    assert pool.wait_for_runs(10)
+    runners = {id(r) for r in pool._RUNNERS.all}
     for k in range(20):
         assert count(k) == float(k)
     # no new runner: the idle ones (at most MAX_IDLE, from earlier concurrent calls) served
-    assert {id(r) for r in xla._RUNNERS.all} == runners and 1 <= len(runners) <= xla._RunnerPool.MAX_IDLE
+    assert {id(r) for r in pool._RUNNERS.all} == runners and 1 <= len(runners) <= pool._RunnerPool.MAX_IDLE
     assert [t.name for t in threading.enumerate()].count("dynjax-run") == len(runners)
-    assert xla.wait_for_runs(10) and xla.runs_in_flight() == 0
+    assert pool.wait_for_runs(10) and pool.runs_in_flight() == 0
 
 
 DATA_SIZED = [

@@ -70,8 +70,8 @@ COMPILED = PRELUDE + textwrap.dedent("""
     report["small"] = small
     exe = count._entry().program.single.last_executable
     report["waits_interruptibly"] = bool(exe.wait_interruptibly)
-    from dynjax.runtime import xla
-    report["abandoned_runs"] = xla.runs_in_flight()
+    from dynjax.runtime import runners
+    report["abandoned_runs"] = runners.runs_in_flight()
     finish(report)
 """)
 
@@ -159,8 +159,8 @@ def test_an_abandoned_run_returns_its_stage_and_results_are_discarded():
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
     assert float(count(7)) == 7.0   # while the abandoned run goes on
-    from dynjax.runtime import xla
-    assert xla.wait_for_runs(120)
+    from dynjax.runtime import runners
+    assert runners.wait_for_runs(120)
     assert len(exe._stages) >= free + 1   # the abandoned run's stage is back in the pool
     assert float(count(9)) == 9.0
 

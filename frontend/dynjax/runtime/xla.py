@@ -24,16 +24,13 @@ no donation), so results are independent of later mutation of the inputs.
 
 from __future__ import annotations
 
-import atexit
 import hashlib
 import json
 import os
 import platform
-import queue
 import re
 import struct
 import threading
-import time
 import weakref
 from collections.abc import Sequence
 
@@ -42,6 +39,8 @@ import numpy as np
 import jaxlib
 import jaxlib._jax as _jax
 from jaxlib import xla_client as _xc
+
+from . import runners
 
 __all__ = [
     "Executable",
@@ -143,13 +142,12 @@ class _Retired:
 
 def _after_fork_in_child() -> None:
     global _client, _device, _device_list, _devices, _sharding, _lock, _lapack_lock
-    global generation, _compile_elsewhere, _server, _server_lock, _RUNNERS
+    global generation, _compile_elsewhere, _server, _server_lock
     _abandoned.append((_client, _device, _device_list, _devices, _sharding, _server))
     _client = _device = _device_list = _devices = _sharding = _server = None
     _lock = threading.Lock()
     _lapack_lock = threading.Lock()
     _server_lock = threading.Lock()
-    _RUNNERS = _RunnerPool()   # the parent's runner threads do not exist in the child
     generation += 1
     _compile_elsewhere = _compile_elsewhere or _compiler_used
     for exe in list(_live):
@@ -368,106 +366,13 @@ class _Waiting:
         self.abandoned = False
 
 
-class _Runner:
-    """A long-lived helper thread that runs executables for ``_call_interruptibly``: one run
-    at a time, handed over through its own queue. Idle runners wait in ``_RUNNERS.idle``."""
-
-    def __init__(self, pool: "_RunnerPool"):
-        self.jobs: "queue.SimpleQueue" = queue.SimpleQueue()
-        self.pool = pool
-        # a daemon: an idle runner must not keep the process alive; at exit, ``_RunnerPool.close``
-        # waits for the runs still in flight (a thread returning from XLA while the interpreter
-        # finalizes would abort the process)
-        self.thread = threading.Thread(target=self._loop, name="dynjax-run", daemon=True)
-
-    def _loop(self) -> None:
-        while True:
-            job = self.jobs.get()
-            if job is None:
-                return
-            try:
-                job()
-            finally:
-                if not self.pool.give_back(self):
-                    return
-
-
-class _RunnerPool:
-    """The runners: reused across calls (starting a thread per call cost 35 us on a quiet
-    machine and milliseconds on a loaded one), a new one started only when every runner is
-    busy (concurrent long calls from several threads), at most ``MAX_IDLE`` kept idle."""
-    MAX_IDLE = 4
-
-    def __init__(self):
-        self.lock = threading.Lock()
-        self.idle: list = []
-        self.all: list = []
-        self.busy = 0
-        self.closed = False
-
-    def submit(self, job) -> None:
-        with self.lock:
-            runner = self.idle.pop() if self.idle else None
-            self.busy += 1
-            if runner is None:
-                runner = _Runner(self)
-                self.all.append(runner)
-                runner.thread.start()
-        runner.jobs.put(job)
-
-    def give_back(self, runner: _Runner) -> bool:
-        """After a run: keep ``runner`` for the next call (True) or let its thread end."""
-        with self.lock:
-            self.busy -= 1
-            if self.closed or len(self.idle) >= self.MAX_IDLE:
-                self.all.remove(runner)
-                return False
-            self.idle.append(runner)
-            return True
-
-    def in_flight(self) -> int:
-        """How many runs are going on (abandoned ones included)."""
-        return self.busy
-
-    def close(self) -> None:
-        """At exit: let every runner finish its run and end."""
-        with self.lock:
-            self.closed = True
-            runners = list(self.all)
-            self.idle.clear()
-        for r in runners:
-            r.jobs.put(None)
-        for r in runners:
-            r.thread.join()
-
-
-_RUNNERS = _RunnerPool()
-atexit.register(lambda: _RUNNERS.close())
-
-
-def runs_in_flight() -> int:
-    """How many executable runs are in flight on helper threads (an interrupted call's run goes
-    on until XLA finishes it)."""
-    return _RUNNERS.in_flight()
-
-
-def wait_for_runs(timeout: float = 60.0) -> bool:
-    """Wait until no run is in flight on a helper thread; False if ``timeout`` passed first."""
-    deadline = time.monotonic() + timeout
-    while _RUNNERS.in_flight():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.005)
-    return True
-
-
 def _call_interruptibly(exe: Executable, bufs, stage) -> list:
     """Run ``exe`` on a helper thread and wait for its outputs on an Event, so that Python's
     signal handlers (Ctrl-C: KeyboardInterrupt) run on the calling thread while XLA computes.
 
     XLA:CPU runs a program inside ``execute_sharded`` on the calling thread (with the GIL
     released), and nothing in Python runs until it returns; an 8 s loop would hear Ctrl-C 8 s
-    late. The hand-over to a runner (``_RunnerPool``) costs a few microseconds more than a
+    late. The hand-over to a runner (``runners.py``) costs a few microseconds more than a
     direct call, so only executables whose runs may be long wait this way
     (``wait_interruptibly``: set by the execution layer from the cost model).
     When the wait is interrupted, the run is abandoned: it finishes on the runner (XLA cannot
@@ -475,7 +380,7 @@ def _call_interruptibly(exe: Executable, bufs, stage) -> list:
     XLA reads the inputs from it until the end. A process that exits meanwhile waits for it
     at exit."""
     job = _Waiting()
-    _RUNNERS.submit(lambda: _finish_run(exe, bufs, stage, job))
+    runners.submit(lambda: _finish_run(exe, bufs, stage, job))
     try:
         job.done.wait()
     except BaseException:
