@@ -241,7 +241,7 @@ def test_optimization_barrier_lowers_to_stablehlo():
 # ----------------------------------------------------------------------------------------------
 def test_approx_top_k_output_size_is_xlas():
     from jax._src.lib import _jax
-    from dynjax.lax.derived import approx_top_k_output_size
+    from dynjax.lax.sorting import approx_top_k_output_size
     for n in (5, 128, 129, 300, 1024, 1025, 2048, 2049, 3000, 4096, 5000, 10000):
         for rank in (1, 2):
             for k in (1, 2, 5, 50):

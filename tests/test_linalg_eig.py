@@ -19,28 +19,16 @@ from scipy.optimize import linear_sum_assignment
 import dynjax
 import dynjax.numpy as jnp
 from dynjax.lax import linalg as L
+from test_linalg import DTYPES, SQUARE, H, rnd
 
 jax.config.update("jax_enable_x64", True)
 
-DTYPES = [np.float32, np.float64, np.complex64, np.complex128]
-SQUARE = {0: "n", 1: "n"}
 COMPLEX = {np.dtype(np.float32): np.complex64, np.dtype(np.float64): np.complex128,
            np.dtype(np.complex64): np.complex64, np.dtype(np.complex128): np.complex128}
 
 
 def tol(dt):
     return 1e-4 if np.dtype(dt) in (np.dtype(np.float32), np.dtype(np.complex64)) else 1e-10
-
-
-def rnd(rng, shape, dt):
-    x = rng.normal(size=shape)
-    if np.dtype(dt).kind == "c":
-        x = x + 1j * rng.normal(size=shape)
-    return x.astype(dt)
-
-
-def H(x):
-    return np.conj(np.swapaxes(x, -1, -2))
 
 
 def same_multiset(got, want, rtol, atol=None):

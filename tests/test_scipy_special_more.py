@@ -14,15 +14,9 @@ import scipy.special as sc
 import dynjax
 from dynjax.scipy import special as S
 from helpers import fd_grad
+from test_scipy import close
 
 jax.config.update("jax_enable_x64", True)
-
-
-def close(got, want, rtol, atol=0.0):
-    got, want = np.asarray(got), np.asarray(want)
-    assert got.shape == want.shape, (got.shape, want.shape)
-    assert got.dtype == want.dtype, (got.dtype, want.dtype)
-    np.testing.assert_allclose(got, want, rtol=rtol, atol=atol, equal_nan=True)
 
 
 def same_specials(got, want):

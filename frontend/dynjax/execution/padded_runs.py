@@ -6,7 +6,7 @@ the program's shapes, runs it, and cuts each result to its logical size.
 ``CapacityProgram`` runs a whole program whose loops change the sizes of what they carry
 (``allow_array_resizing``) as *one* padded executable: such a loop's carried arrays live in
 buffers of a capacity per carried size, and the loop runs on device while the next
-iteration fits (``padding._resizing_loop``). When an iteration would not fit, the program
+iteration fits (``padding_control_flow._resizing_loop``). When an iteration would not fit, the program
 reports it; the host grows that loop's capacities fourfold and runs the program again. A
 loop growing to ``n`` elements thus costs ``log4(n)`` compiles the first time; the
 capacities that sufficed are remembered, so later calls run once, with no host round trip.

@@ -359,6 +359,15 @@ class Segment:
         start = time.perf_counter()
         text = runtime.specialize(self.module_text, arg_types, baked_values)
         self.stats.specializations += 1
+        exe = self._compile_text(text, start)
+        self._mark_long(exe, args)
+        self.last_specialized = text
+        return exe
+
+    def _compile_text(self, text: str, start: float):
+        """Compile a static module (through the disk cache) for this segment's exact tier,
+        counting it and timing it from ``start`` (the mean feeds ``tiers.worth_exact``)."""
+        from .. import runtime
         exe, hit = runtime.compile_cached(text, return_hit=True)
         if hit:
             self.stats.disk_hits += 1
@@ -366,27 +375,18 @@ class Segment:
             self.stats.compilations += 1
             seconds, previous = time.perf_counter() - start, self.compile_seconds
             self.compile_seconds = seconds if previous is None else 0.75 * previous + 0.25 * seconds
-        self._mark_long(exe, args)
-        self.last_specialized = text
         return exe
 
     def _compile_exact_padded(self, baked_values) -> "_ExactPadded":
         """The exact executable of a program with sizes from data: padded to exactly the
         call's input sizes, each size from data to its bound (``padding.pad_jaxpr``)."""
-        from .. import runtime
         from ..lowering import module_text
         start = time.perf_counter()
         program = pad_jaxpr(self.jaxpr, self.consts, dict(baked_values))
         text = module_text(program.closed)
         self.stats.lowerings += 1
         self.stats.specializations += 1
-        exe, hit = runtime.compile_cached(text, return_hit=True)
-        if hit:
-            self.stats.disk_hits += 1
-        else:
-            self.stats.compilations += 1
-            seconds, previous = time.perf_counter() - start, self.compile_seconds
-            self.compile_seconds = seconds if previous is None else 0.75 * previous + 0.25 * seconds
+        exe = self._compile_text(text, start)
         mark_long_padded(exe, program.closed.jaxpr)
         self.last_specialized = text
         return _ExactPadded(PaddedRun(program, exe, text))

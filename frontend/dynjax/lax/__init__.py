@@ -30,8 +30,10 @@ from .derived import (Precision, RoundingMethod, acosh, argmax, argmin, asinh, a
                       dynamic_update_slice_in_dim,
                       empty, exp2, expand_dims, full, full_like, index_in_dim, map, pow, reciprocal,
                       reduce_and, reduce_max, reduce_min, reduce_or, reduce_prod, reduce_sum,
-                      reduce_xor, reshape, round, slice_in_dim, sort, sort_key_val, split, square,
-                      squeeze, stop_gradient, top_k, zeros_like_array)
+                      reduce_xor, reshape, round, slice_in_dim, split, square,
+                      squeeze, stop_gradient, zeros_like_array)
+from .sorting import (approx_max_k, approx_min_k, sort, sort_key_val,  # noqa: E402,F401
+                      top_k)
 from .bits import (bitcast_convert_type, clz, nextafter, population_count,  # noqa: E402,F401
                    reduce_precision, shift_right_arithmetic, shift_right_logical)
 from .slicing import (GatherDimensionNumbers, GatherScatterMode, ScatterDimensionNumbers,  # noqa: E402,F401
@@ -40,8 +42,8 @@ from .slicing import (GatherDimensionNumbers, GatherScatterMode, ScatterDimensio
 from .primitive_names import *  # noqa: E402,F401,F403
 from . import prng  # noqa: E402,F401  (the threefry2x32 primitive)
 from .reduce_window import reduce, reduce_window, reduce_window_shape_tuple  # noqa: E402,F401
-from .derived import (DotDimensionNumbers, PrecisionLike, approx_max_k,  # noqa: E402,F401
-                      approx_min_k, broadcast_like, dtype, index_take, mulhi, stack, tile, unstack)
+from .derived import (DotDimensionNumbers, PrecisionLike,  # noqa: E402,F401
+                      broadcast_like, dtype, index_take, mulhi, stack, tile, unstack)
 from .ragged import RaggedDotDimensionNumbers, ragged_dot, ragged_dot_general  # noqa: E402,F401
 from .barrier import optimization_barrier  # noqa: E402,F401  (the optimization_barrier primitive)
 from .rng import RandomAlgorithm, rng_bit_generator  # noqa: E402,F401  (XLA's bit generators)

@@ -131,24 +131,24 @@ def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=Non
     return sqrt(var(a, axis, dtype, out, ddof, keepdims, where=where, correction=correction))
 
 
-def any(a, axis=None, out=None, keepdims=False, *, where=None):
-    """Whether some element ``where`` selects along ``axis`` is true."""
-    _no_out("any", out)
+def _truth(name, a, axis, out, keepdims, where, unselected):
+    """``any`` / ``all``: the elements ``where`` leaves out count as ``unselected``."""
+    _no_out(name, out)
     a = _arr(a)
     if where is not None:
         t = a if typeof(a).dtype == bool_ else a != 0
-        a = _fill(t, _mask(where, typeof(a).shape, "any"), False)
-    return R.any(a, axis, keepdims=keepdims)
+        a = _fill(t, _mask(where, typeof(a).shape, name), unselected)
+    return getattr(R, name)(a, axis, keepdims=keepdims)
+
+
+def any(a, axis=None, out=None, keepdims=False, *, where=None):
+    """Whether some element ``where`` selects along ``axis`` is true."""
+    return _truth("any", a, axis, out, keepdims, where, False)
 
 
 def all(a, axis=None, out=None, keepdims=False, *, where=None):
     """Whether every element ``where`` selects along ``axis`` is true."""
-    _no_out("all", out)
-    a = _arr(a)
-    if where is not None:
-        t = a if typeof(a).dtype == bool_ else a != 0
-        a = _fill(t, _mask(where, typeof(a).shape, "all"), True)
-    return R.all(a, axis, keepdims=keepdims)
+    return _truth("all", a, axis, out, keepdims, where, True)
 
 
 def _arg(name):
