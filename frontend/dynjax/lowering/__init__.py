@@ -16,7 +16,8 @@ from .context import (LoweringContext, compare_type, elem_type, get_mlir_context
 from .core import (LoweringError, lower_jaxpr, lower_jaxpr_into, lowering_rules,  # noqa: F401
                    module_text, register_lowering)
 from . import rules  # noqa: F401  (registers the rules of dynjax.lax.primitives)
-from .rules import reduce  # noqa: F401
+from . import reductions  # noqa: F401  (registers the reductions' rules)
+from .reductions import reduce  # noqa: F401
 from . import control_flow  # noqa: F401  (registers for_loop / while_loop / cond / scan)
 from . import linalg  # noqa: F401  (registers the LAPACK lowerings of dynjax.lax.linalg)
 from . import special  # noqa: F401  (registers the lowerings of dynjax.lax.special)

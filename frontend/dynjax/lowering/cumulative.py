@@ -1,6 +1,6 @@
 """Lowering of the ``cummax`` / ``cummin`` primitives (``dynjax.lax.cumulative``).
 
-They reuse the scans of ``lowering/rules.py`` (``_cumsum_value``): on a static axis a
+They reuse the scans of ``lowering/reductions.py`` (``_cumsum_value``): on a static axis a
 ``stablehlo.reduce_window`` over the whole axis padded low, on a dynamic axis the two-level
 blocked scan with a doubling loop over the block totals, with ``stablehlo.maximum`` /
 ``stablehlo.minimum`` as the combining operation. Every padding holds the operation's identity:
@@ -13,7 +13,7 @@ from jaxlib.mlir.dialects import stablehlo as hlo
 
 from ..core.avals import is_float_dtype
 from ..lax.cumulative import cummax_p, cummin_p
-from . import rules
+from . import reductions
 from .core import register_lowering
 
 
@@ -28,13 +28,13 @@ def _highest(dtype):
 
 
 # the combining operations of the scans, with their identities
-rules._SCAN_OPS.setdefault("max", (hlo.MaxOp, _lowest))
-rules._SCAN_OPS.setdefault("min", (hlo.MinOp, _highest))
+reductions._SCAN_OPS.setdefault("max", (hlo.MaxOp, _lowest))
+reductions._SCAN_OPS.setdefault("min", (hlo.MinOp, _highest))
 
 
 def _extremum(op):
     def rule(ctx, eqn, x, *, axis, reverse=False):
-        return rules._cumsum_value(ctx, x, eqn.invars[0].aval, axis, reverse, op)
+        return reductions._cumsum_value(ctx, x, eqn.invars[0].aval, axis, reverse, op)
     return rule
 
 

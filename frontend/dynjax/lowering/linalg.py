@@ -39,7 +39,7 @@ from ..core.avals import complex_dtype, is_complex_dtype, real_dtype
 from ..lax import linalg as L
 from .context import is_static, tensor_type
 from .core import register_lowering
-from .rules import reduce
+from .reductions import reduce
 
 _I32 = np.dtype(np.int32)
 _I64 = np.dtype(np.int64)
