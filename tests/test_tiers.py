@@ -465,3 +465,37 @@ def test_suites_pass_with_the_padded_tier_forced_on():
     proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-x", *FORCED],
                           capture_output=True, text=True, env=env, cwd=root)
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
+
+
+def _size_arithmetic(x):
+    """Integer arithmetic on a size, of every kind the host prologue takes over: truncating
+    division and remainder of negative numbers, division by zero (XLA's -1 and x), shifts,
+    comparisons and selects, min / max, conversions."""
+    n = x.shape[0]
+    d = n - 3                                   # zero at n = 3, negative below
+    q = lax.div(jnp.int64(7 * n - 20), jnp.int64(d))
+    r = lax.rem(jnp.int64(5 - 4 * n), jnp.int64(d))
+    s = lax.shift_right(jnp.int64(-n), jnp.int64(1)) + lax.shift_left(jnp.int64(n), jnp.int64(2))
+    m = jnp.where(n % 2 == 0, jnp.minimum(n, 4), jnp.maximum(n, 9)).astype(jnp.int32)
+    return x.sum() + (q * 1000 + r * 100 + s * 10 + m).astype(x.dtype)
+
+
+def test_size_arithmetic_runs_on_the_host_and_agrees_with_the_exact_program(tier):
+    """The scalar arithmetic on sizes of a padded program (``execution.host_prologue``) runs on
+    the host before the call: the padded module keeps none of it (each scalar op would be a
+    kernel for XLA to compile), and its results equal the exact program's bit for bit."""
+    padded = qjit(_size_arithmetic, abstracted_axes=({0: "n"},))
+    exact = qjit(_size_arithmetic, abstracted_axes=({0: "n"},))
+    for n in (0, 1, 2, 3, 4, 7, 40, 41):
+        x = np.linspace(0.0, 1.0, n)
+        tier("padded")
+        got = padded(x)
+        tier("exact")
+        want = exact(x)
+        np.testing.assert_array_equal(got, want, err_msg=f"n={n}")
+    text = padded.mlir_specialized
+    for op in ("stablehlo.divide", "stablehlo.remainder", "stablehlo.shift_right_arithmetic",
+               "stablehlo.shift_left", "stablehlo.maximum", "stablehlo.minimum"):
+        assert op not in text, (op, text)
+    assert "tensor<i1>, tensor<i64>" not in text, text   # no select on a size either
+    assert padded.cache_info()["padded_runs"] == 8

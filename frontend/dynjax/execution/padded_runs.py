@@ -31,6 +31,12 @@ from .size_checks import check_sizes
 GROWTH = 4
 #: a completed run serves inputs whose size buckets are smaller by at most this factor
 REUSE_ABOVE = 8
+#: a program built for inputs that no completed run serves is built for buckets this much
+#: larger, so that the larger inputs of a growing stream reuse it
+AHEAD = 2
+#: the first capacities of a loop are its inputs' largest bucket, as long as its carried
+#: buffers then hold at most this many elements (else smaller, and grown on demand)
+FIRST_GUESS_ELEMENTS = 1 << 22
 
 
 def compile_padded(stats, closed: ClosedJaxpr):
@@ -91,6 +97,8 @@ class PaddedRun:
                 buf = np.zeros(shape, aval.dtype)
                 buf[tuple(slice(0, n) for n in np.shape(x))] = x
                 inputs.append(buf)
+        if p.prologue is not None:
+            inputs.extend(p.prologue.values(tuple([int(args[i]) for i in p.prologue_inputs])))
         outs = self.exe.call_exact(inputs)
         meta = outs[-1].tolist() if p.has_meta else None
         for k, loop in enumerate(p.loops):
@@ -181,11 +189,13 @@ class CapacityProgram:
         these buckets before; else the smallest run that completed for buckets at least as
         large but at most ``REUSE_ABOVE`` times larger in every input (its padded shapes hold
         these inputs, and its loops had room for larger ones; a much larger one would do much
-        more padded work); else a first guess at these buckets: the capacities of the nearest
-        run that completed, scaled by how much larger or smaller these buckets are (loops
-        usually grow with their inputs), or the smallest capacities when nothing ran yet. So
-        sizes arriving in any order compile a number of executables logarithmic in their
-        range."""
+        more padded work); else a new run, for buckets ``AHEAD`` times larger than these (so
+        that larger inputs arriving later reuse it), at capacities first guessed: those of the
+        nearest run that completed, scaled by how much larger or smaller these buckets are
+        (loops usually grow with their inputs), or, when nothing ran yet, the largest of the
+        buckets (``_first_guess``). So sizes arriving in any order compile a number of
+        executables logarithmic in their range, and a loop that grows with its input
+        usually fits at its first run."""
         hint = self.hints.get(own)
         if hint is not None:
             return hint
@@ -199,11 +209,34 @@ class CapacityProgram:
                 nearest, distance = (b, c), d
         if above is not None:
             return above
+        bounds = tuple([bucket(AHEAD * o) for o in own])
         if nearest is None:
-            return own, tuple([(MIN_BUCKET,) * e.params["nimplicit"] for e in self.loops])
+            return bounds, tuple([self._first_guess(loop, bounds) for loop in self.loops])
         b, c = nearest
-        scale = max([o / max(x, 1) for o, x in zip(own, b)], default=1.0)
-        return own, tuple([tuple([bucket(int(k * scale + 0.5)) for k in loop]) for loop in c])
+        scale = max([o / max(x, 1) for o, x in zip(bounds, b)], default=1.0)
+        return bounds, tuple([tuple([bucket(int(k * scale + 0.5)) for k in loop]) for loop in c])
+
+    @staticmethod
+    def _first_guess(loop, bounds):
+        """A loop's first capacities, one per carried size: the largest input bucket, halved
+        while the loop's carried buffers would hold more than ``FIRST_GUESS_ELEMENTS``
+        (a size the loop does not carry counts at the largest bucket)."""
+        ni = loop.params["nimplicit"]
+        largest = max(bounds, default=MIN_BUCKET)
+        carried = {id(v) for v in loop.outvars[:ni]}
+
+        def elements(cap):
+            total = 0
+            for v in loop.outvars[ni:]:
+                n = 1
+                for d in v.aval.shape:
+                    n *= d if isinstance(d, int) else (cap if id(d) in carried else largest)
+                total += n
+            return total
+        cap = bucket(largest)
+        while cap > MIN_BUCKET and elements(cap) > FIRST_GUESS_ELEMENTS:
+            cap = bucket(cap // 2)
+        return (cap,) * ni
 
     def _grown(self, caps, over: CapacityExceeded):
         """The capacities after loop ``over.loop`` stopped early: the sizes it did not have

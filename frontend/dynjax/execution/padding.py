@@ -32,6 +32,7 @@ from .. import lax
 from ..core.avals import ShapedArray, bool_, int64, is_float_dtype, is_integer_dtype
 from ..core.jaxpr import ClosedJaxpr, Jaxpr, Literal
 from ..lax import primitives as P
+from .host_prologue import hoist_prologue
 
 
 class NotPaddable(Exception):
@@ -202,8 +203,12 @@ class PaddedProgram:
     ``(j,)``: the length is ``meta[j]``. ``loops`` locates each resizing loop's report."""
 
     def __init__(self, closed: ClosedJaxpr, in_shapes, in_avals, out_index, out_meta, out_dims, out_avals,
-                 loops=()):
+                 loops=(), prologue=None, prologue_inputs=()):
         self.closed = closed
+        # the size arithmetic the host does (``host_prologue``): its results are the
+        # program's trailing inputs, computed from the int scalar inputs at prologue_inputs
+        self.prologue = prologue
+        self.prologue_inputs = tuple(prologue_inputs)
         self.in_shapes = in_shapes      # per segment input: None (a scalar) or the padded shape
         self.in_avals = in_avals
         self.out_index = out_index
@@ -263,8 +268,9 @@ def pad_jaxpr(jaxpr: Jaxpr, consts: Sequence[Any], size_bounds: Dict[int, int],
         return data, None
 
     closed, _ = trace_flat(run, in_type)
+    closed, prologue, prologue_inputs = hoist_prologue(closed)
     return PaddedProgram(closed, in_shapes, [v.aval for v in jaxpr.invars], out_index, out_meta, out_dims,
-                         [v.aval for v in jaxpr.outvars], loops)
+                         [v.aval for v in jaxpr.outvars], loops, prologue, prologue_inputs)
 
 
 # --- intervals of integer scalars -----------------------------------------------------------
