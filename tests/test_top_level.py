@@ -113,8 +113,10 @@ def test_jit_alias_and_donation():
         dynjax.jit(h, donate_argnums="a")
     with pytest.raises(ValueError, match="backend"):
         dynjax.jit(h, backend="gpu")
-    with pytest.raises(ValueError, match="in_shardings"):
+    with pytest.raises(TypeError, match="in_shardings"):
         dynjax.jit(h, in_shardings=object())
+    with pytest.raises(TypeError, match="out_shardings"):
+        dynjax.qjit(h, out_shardings=[None, "rows"])
 
 
 # --- pure_callback -------------------------------------------------------------------------------

@@ -36,3 +36,7 @@ from .top_level import (block_until_ready, device_get, device_put, eval_shape, j
 from .callbacks import pure_callback  # noqa: E402,F401
 from . import nn, scipy  # noqa: E402,F401  (dynjax.nn activations; dynjax.scipy special / stats / linalg)
 from . import random  # noqa: E402,F401  (dynjax.random: threefry2x32 keys and samplers)
+from .parallel import (default_backend, device_count, devices, local_device_count,  # noqa: E402,F401
+                       local_devices, make_mesh, process_count, process_index)
+from . import sharding  # noqa: E402,F401  (dynjax.sharding: Mesh, PartitionSpec, NamedSharding, ...)
+from .parallel.sharding import PartitionSpec as P  # noqa: E402,F401

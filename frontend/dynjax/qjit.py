@@ -30,6 +30,7 @@ from .core.trace import Tracer, is_tracing
 from .execution import explain
 from .execution.lru import BoundedCache, check_cache_size, default_cache_size
 from .execution.program import Program, Stats
+from .execution.sharded_runs import check_shardings, leaf_shardings, run_sharded
 from .tracing import (ShapeDtypeStruct, TracedFunction, _axis_names, _per_arg_specs, _spec_leaves,
                       implicit_values, leaf_aval, named_lists_as_arrays, normalize_static_argnums,
                       trace_function)
@@ -112,9 +113,14 @@ class QJIT:
     """A function compiled just in time; see the module docstring."""
 
     def __init__(self, fun: Callable, static_argnums=None, static_argnames=None, abstracted_axes=None,
-                 cache_size: Optional[int] = None, donate_argnums=None, donate_argnames=None):
+                 cache_size: Optional[int] = None, donate_argnums=None, donate_argnames=None,
+                 in_shardings=None, out_shardings=None):
         functools.update_wrapper(self, fun)
         self.fun = fun
+        # how arguments and results lie over devices (``execution.sharded_runs``); None: as
+        # the arguments' own shardings say (``device_put(x, sharding)``), else one device
+        self.in_shardings = check_shardings(in_shardings, "in_shardings")
+        self.out_shardings = check_shardings(out_shardings, "out_shardings")
         self.signature = _signature(fun)
         self.static_argnames = tuple([static_argnames] if isinstance(static_argnames, str)
                                      else static_argnames or ())
@@ -325,6 +331,11 @@ class QJIT:
             if key is not None:
                 self._by_concrete.put(key, entry)
         self._last = entry
+        placed = leaf_shardings(self.in_shardings, self._dynamic_args(args), leaves)
+        if placed is not None or self.out_shardings is not None:
+            out = run_sharded(entry, leaves, placed, self.out_shardings, self._run_leaves)
+            if out is not None:
+                return out
         out, exe = self._run(entry, leaves)
         if exe is not None and not kwargs:
             self._register_fast(entry, exe, args)
@@ -445,12 +456,18 @@ class QJIT:
         names = list(self.signature.parameters)
         return names[k] if k < len(names) else f"#{k}"
 
-    def _run(self, entry: _Entry, leaves):
-        """Run a trace on the flat argument leaves; returns the result and, when the trace is
-        one executable, that executable (for the fast path)."""
+    def _run_leaves(self, entry: _Entry, leaves):
+        """The program's arguments for the flat argument leaves: the implicit dims, then the
+        leaves (coerced to the traced dtypes)."""
         sig = entry.traced.signature
         leaves = [self._coerce(x, dt, i, sig) for i, (x, dt) in enumerate(zip(leaves, entry.dtypes))]
         dims = implicit_values(sig, leaves) if sig.dim_names else []
+        return dims, leaves
+
+    def _run(self, entry: _Entry, leaves):
+        """Run a trace on the flat argument leaves; returns the result and, when the trace is
+        one executable, that executable (for the fast path)."""
+        dims, leaves = self._run_leaves(entry, leaves)
         program, args = entry.program, dims + leaves
         if program.single is not None:
             outs, exe = program.single.call(args)
@@ -663,7 +680,7 @@ def _donated(fun, signature, donate_argnums, donate_argnames, static_argnums):
 
 def qjit(fun: Optional[Callable] = None, *, static_argnums=None, static_argnames=None,
          abstracted_axes=None, cache_size: Optional[int] = None, autograph: bool = False,
-         donate_argnums=None, donate_argnames=None):
+         donate_argnums=None, donate_argnames=None, in_shardings=None, out_shardings=None):
     """Compile ``fun`` with dynamic shapes; usable as ``@qjit`` or ``@qjit(...)``.
 
     ``donate_argnums`` / ``donate_argnames`` (JAX's meaning: the caller gives those arguments
@@ -674,12 +691,17 @@ def qjit(fun: Optional[Callable] = None, *, static_argnums=None, static_argnames
     ``cache_size`` bounds each of the function's in-memory caches (traces, executables per
     program segment, the dispatch table), least recently used first out; the default is
     ``$DYNJAX_CACHE_SIZE`` or 64. ``autograph=True`` first rewrites the function's Python
-    ``if`` / ``for`` / ``while`` so that they work on traced values (``dynjax.autograph``)."""
+    ``if`` / ``for`` / ``while`` so that they work on traced values (``dynjax.autograph``).
+
+    ``in_shardings`` / ``out_shardings`` (``dynjax.sharding``; pytree prefixes of the
+    positional arguments and of the results) run the program partitioned over the devices
+    of their mesh; so do arguments put with ``device_put(x, sharding)``. Dynamic dimensions
+    split over devices need not divide evenly (``execution/sharded_runs.py``)."""
     @api_boundary
     def wrap(f):
         if autograph:
             from .autograph import convert
             f = convert(f)
         return QJIT(f, static_argnums, static_argnames, abstracted_axes, cache_size,
-                    donate_argnums, donate_argnames)
+                    donate_argnums, donate_argnames, in_shardings, out_shardings)
     return wrap if fun is None else wrap(fun)

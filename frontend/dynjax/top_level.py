@@ -84,13 +84,31 @@ def _to_host(x, where: str):
     raise TypeError(f"{where}: a leaf of type {type(x).__name__} is not an array")
 
 
+def _put(v, sharding):
+    v = _to_host(v, "device_put")
+    if sharding is None or isinstance(v, Tracer):
+        return v
+    from .parallel.arrays import ShardedArray
+    if getattr(sharding, "mesh", None) is not None:
+        sharding.shard_shape(np.shape(v))   # JAX's rule: a placed array splits evenly
+    return ShardedArray(v, sharding)
+
+
 @api_boundary
 def device_put(x, device=None, *, src=None, donate: bool = False, may_alias: Optional[bool] = None):
-    """``x`` (a pytree) with each leaf as a numpy array (tracers pass through unchanged);
-    ``device``/``src`` may be ``None`` or a CPU device."""
-    _check_device(device, "device_put")
+    """``x`` (a pytree) with each leaf as a numpy array (tracers pass through unchanged).
+    ``device`` may be ``None``, a device, or a sharding (``dynjax.sharding``; or a pytree
+    prefix of ``x`` of them): then each leaf is a ``ShardedArray`` that records it, and
+    sharded ``qjit`` calls lay it out over the devices so."""
+    from .execution.sharded_runs import prefix_leaves
+    from .parallel.sharding import Sharding
     _check_device(src, "device_put(src=...)")
-    return pytree.tree_map(lambda v: _to_host(v, "device_put"), x)
+    if device is None or not (isinstance(device, Sharding) or isinstance(device, (tuple, list, dict))):
+        _check_device(device, "device_put")
+        return pytree.tree_map(lambda v: _to_host(v, "device_put"), x)
+    leaves, tree = pytree.tree_flatten(x)
+    placed = prefix_leaves(device, x)
+    return pytree.tree_unflatten(tree, [_put(v, s) for v, s in zip(leaves, placed)])
 
 
 @api_boundary
@@ -123,13 +141,12 @@ def jit(fun: Optional[Callable] = None, /, *, in_shardings: Any = _UNSPECIFIED,
     ``donate_argnums`` / ``donate_argnames`` are validated (results never alias the
     arguments, see ``qjit``); ``keep_unused`` and ``inline`` change nothing (a jitted
     function called inside another trace is always inlined); ``device`` must be ``None`` or
-    a CPU device and ``backend`` ``None`` or ``"cpu"``; shardings must be left unspecified
-    (or ``None``); ``compiler_options`` are accepted and not used. ``abstracted_axes``
+    a CPU device and ``backend`` ``None`` or ``"cpu"``; ``in_shardings`` / ``out_shardings``
+    partition the program over devices as in ``qjit``; ``compiler_options`` are accepted and not used. ``abstracted_axes``
     names dynamic dimensions as in ``qjit``."""
     from .qjit import qjit
-    for name, value in (("in_shardings", in_shardings), ("out_shardings", out_shardings)):
-        if value is not _UNSPECIFIED and value is not None:
-            raise ValueError(f"jit: {name} is not supported (dynjax runs on one CPU device)")
+    in_shardings = None if in_shardings is _UNSPECIFIED else in_shardings
+    out_shardings = None if out_shardings is _UNSPECIFIED else out_shardings
     _check_device(device, "jit")
     if backend is not None and backend != "cpu":
         raise ValueError(f"jit: backend must be None or 'cpu', got {backend!r}")
@@ -137,7 +154,7 @@ def jit(fun: Optional[Callable] = None, /, *, in_shardings: Any = _UNSPECIFIED,
         raise TypeError(f"jit: compiler_options must be a dict, got {type(compiler_options).__name__}")
     wrap = qjit(static_argnums=static_argnums, static_argnames=static_argnames,
                 donate_argnums=donate_argnums, donate_argnames=donate_argnames,
-                abstracted_axes=abstracted_axes)
+                abstracted_axes=abstracted_axes, in_shardings=in_shardings, out_shardings=out_shardings)
     if fun is None:
         return wrap
     if not callable(fun):

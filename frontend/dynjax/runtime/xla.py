@@ -79,6 +79,31 @@ def _patch_jaxlib() -> None:
         _jax.SingleDeviceSharding._to_xla_hlo_sharding = lambda self, ndim: replicated
 
 
+def _requested_devices():
+    """``DYNJAX_NUM_CPU_DEVICES=N``: the number of CPU devices of the client (else XLA's
+    default: one, or ``--xla_force_host_platform_device_count=N`` in ``XLA_FLAGS``)."""
+    raw = os.environ.get("DYNJAX_NUM_CPU_DEVICES", "").strip()
+    if not raw:
+        return None
+    try:
+        n = int(raw)
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise ValueError(f"DYNJAX_NUM_CPU_DEVICES must be a positive integer, got {raw!r}")
+    return n
+
+
+def all_devices() -> list:
+    """Every device of the process-wide client, in id order."""
+    return sorted(get_client().devices(), key=lambda d: d.id)
+
+
+def process_index() -> int:
+    """This process's index in a distributed run (0 alone)."""
+    return int(get_client().process_index())
+
+
 def get_client():
     """Return the process-wide XLA CPU client (created on first use, and again in a child
     process after ``fork``: see ``_after_fork_in_child``)."""
@@ -87,7 +112,7 @@ def get_client():
         with _lock:
             if _client is None:
                 _patch_jaxlib()
-                client = _jax.get_tfrt_cpu_client(asynchronous=True)
+                client = _jax.get_tfrt_cpu_client(asynchronous=True, num_devices=_requested_devices())
                 _device = client.devices()[0]
                 _device_list = _jax.DeviceList((_device,))
                 _devices = [_device]

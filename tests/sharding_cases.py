@@ -1,0 +1,197 @@
+"""Sharding checks run in a process of their own with four CPU devices (the device count is
+fixed when the process first uses XLA): ``python tests/sharding_cases.py`` prints one JSON
+object, case name -> null (passed) or the failure. ``tests/test_sharding.py`` runs it."""
+import json
+import os
+import sys
+import traceback
+
+import numpy as np  # noqa: E402
+
+import dynjax  # noqa: E402
+import dynjax.numpy as jnp  # noqa: E402
+from dynjax.sharding import Mesh, NamedSharding, PartitionSpec as P, SingleDeviceSharding  # noqa: E402
+
+CASES = {}
+
+
+def case(fn):
+    CASES[fn.__name__] = fn
+    return fn
+
+
+def raises(exc, fn, *args, match=""):
+    try:
+        fn(*args)
+    except exc as e:
+        assert match in str(e), f"{type(e).__name__}: {e} does not mention {match!r}"
+        return
+    raise AssertionError(f"{fn} did not raise {exc.__name__}")
+
+
+@case
+def device_inventory():
+    devs = dynjax.devices()
+    assert [d.id for d in devs] == [0, 1, 2, 3], devs
+    assert dynjax.device_count() == 4 and dynjax.local_device_count() == 4
+    assert dynjax.local_devices() == devs
+    assert dynjax.process_index() == 0 and dynjax.process_count() == 1
+    assert dynjax.default_backend() == "cpu" and all(d.platform == "cpu" for d in devs)
+    raises(RuntimeError, dynjax.devices, "gpu", match="gpu")
+
+
+@case
+def mesh_and_specs():
+    mesh = dynjax.make_mesh((2, 2), ("x", "y"))
+    assert dict(mesh.shape) == {"x": 2, "y": 2} and mesh.size == 4 and mesh.axis_names == ("x", "y")
+    assert mesh.device_ids.tolist() == [[0, 1], [2, 3]]
+    shape = (8, 6)
+    want = {  # spec -> device id -> (rows, cols) of its piece
+        P("x", "y"): {0: ((0, 4), (0, 3)), 1: ((0, 4), (3, 6)), 2: ((4, 8), (0, 3)), 3: ((4, 8), (3, 6))},
+        P("y", "x"): {0: ((0, 4), (0, 3)), 1: ((4, 8), (0, 3)), 2: ((0, 4), (3, 6)), 3: ((4, 8), (3, 6))},
+        P(("x", "y")): {0: ((0, 2), (0, 6)), 1: ((2, 4), (0, 6)), 2: ((4, 6), (0, 6)), 3: ((6, 8), (0, 6))},
+        P(None, "x"): {0: ((0, 8), (0, 3)), 1: ((0, 8), (0, 3)), 2: ((0, 8), (3, 6)), 3: ((0, 8), (3, 6))},
+        P(): {d: ((0, 8), (0, 6)) for d in range(4)},
+    }
+    for spec, pieces in want.items():
+        got = NamedSharding(mesh, spec).devices_indices_map(shape)
+        got = {d.id: tuple((s.start, s.stop) for s in idx) for d, idx in got.items()}
+        assert got == pieces, (spec, got)
+    assert NamedSharding(mesh, P("x", "y")).shard_shape(shape) == (4, 3)
+    assert NamedSharding(mesh, P()).is_fully_replicated
+    assert NamedSharding(mesh, P("x")) == NamedSharding(mesh, P("x", None))
+    raises(ValueError, NamedSharding, mesh, P("z"), match="'z'")
+    raises(ValueError, NamedSharding, mesh, P("x", "x"), match="twice")
+    raises(ValueError, dynjax.make_mesh, (4, 2), ("a", "b"), match="devices")
+    raises(ValueError, Mesh, np.array(dynjax.devices()), ("a", "b"), match="axis names")
+    single = SingleDeviceSharding(dynjax.devices()[2])
+    assert single.is_fully_replicated and {d.id for d in single.device_set} == {2}
+
+
+@case
+def device_put_records_the_sharding():
+    mesh = dynjax.make_mesh((4,), ("data",))
+    sh = NamedSharding(mesh, P("data"))
+    x = np.arange(24.0).reshape(12, 2)
+    y = dynjax.device_put(x, sh)
+    assert isinstance(y, np.ndarray) and y.sharding == sh and np.array_equal(y, x)
+    assert [idx[0] for _, idx, _ in y.addressable_shards] == [slice(0, 3), slice(3, 6), slice(6, 9), slice(9, 12)]
+    z = y + 1
+    assert type(z) is np.ndarray and np.array_equal(z, x + 1)
+    x[0, 0] = 100.0
+    assert y[0, 0] == 0.0   # a copy of its own
+    tree = dynjax.device_put({"a": x, "b": [x, x]}, {"a": sh, "b": None})
+    assert tree["a"].sharding == sh and type(tree["b"][0]) is np.ndarray
+    raises(ValueError, dynjax.device_put, np.ones((10, 2)), sh, match="evenly")
+
+
+def mlp_loss(params, x, y):
+    w1, w2 = params
+    h = jnp.tanh(x @ w1)
+    return jnp.mean((h @ w2 - y) ** 2)
+
+
+def mlp_loss_np(params, x, y):
+    w1, w2 = params
+    return np.mean((np.tanh(x @ w1) @ w2 - y) ** 2)
+
+
+@case
+def sharded_qjit_dynamic_batches():
+    """A batch split over 4 devices, of sizes that do not divide 4 (and 0 and 1): one trace,
+    numpy's values, and the per-device program gets a quarter of the padded batch."""
+    mesh = dynjax.make_mesh((4,), ("data",))
+    rows = NamedSharding(mesh, P("data"))
+    rng = np.random.default_rng(0)
+    params = (rng.standard_normal((3, 8)), rng.standard_normal((8, 2)))
+
+    @dynjax.qjit(abstracted_axes=({}, {0: "n"}, {0: "n"}), in_shardings=(None, rows, rows))
+    def step(params, x, y):
+        loss, g = dynjax.value_and_grad(mlp_loss)(params, x, y)
+        return loss, g, jnp.tanh(x @ params[0]) * 2.0
+
+    for n in (1, 8, 13, 100):
+        x, y = rng.standard_normal((n, 3)), rng.standard_normal((n, 2))
+        loss, g, h = step(params, x, y)
+        np.testing.assert_allclose(loss, mlp_loss_np(params, x, y), rtol=1e-12)
+        eps = 1e-6
+        for k in range(2):
+            for idx in [(0, 0), (1, 1), (2, 1)]:
+                if idx[0] >= params[k].shape[0] or idx[1] >= params[k].shape[1]:
+                    continue
+                p = [a.copy() for a in params]
+                p[k][idx] += eps
+                up = mlp_loss_np(p, x, y)
+                p[k][idx] -= 2 * eps
+                down = mlp_loss_np(p, x, y)
+                np.testing.assert_allclose(g[k][idx], (up - down) / (2 * eps), rtol=1e-5, atol=1e-8)
+        np.testing.assert_allclose(h, np.tanh(x @ params[0]) * 2.0, rtol=1e-14)
+        hlo = step._last.sharded.last_run.exe.partitioned_hlo()
+        bound = step._last.sharded.last_run.program.in_shapes[-1][0]
+        assert bound % 4 == 0 and bound >= n
+        assert f"f64[{bound // 4},3]" in hlo, (n, bound, hlo[:2000])
+    assert step.traces == 1, step.traces
+
+
+@case
+def sharded_reductions_see_only_the_logical_rows():
+    mesh = dynjax.make_mesh((4,), ("data",))
+    rows = NamedSharding(mesh, P("data"))
+    f = dynjax.qjit(lambda x: (x.max(axis=0), x.min(), jnp.prod(x + 1.0, axis=0), x.shape[0] * 1.0),
+                    abstracted_axes=({0: "n"},), in_shardings=rows)
+    for n in (1, 5, 13):
+        x = -np.abs(np.random.default_rng(n).standard_normal((n, 3))) - 1.0   # padding zeros would win max
+        mx, mn, pr, size = f(x)
+        np.testing.assert_array_equal(mx, x.max(axis=0))
+        np.testing.assert_array_equal(mn, x.min())
+        np.testing.assert_allclose(pr, np.prod(x + 1.0, axis=0), rtol=1e-13)
+        assert size == n
+
+
+@case
+def out_shardings_and_2d_meshes():
+    mesh = dynjax.make_mesh((2, 2), ("x", "y"))
+    a_sh = NamedSharding(mesh, P("x", None))
+    b_sh = NamedSharding(mesh, P(None, "y"))
+    out = NamedSharding(mesh, P("x", "y"))
+    f = dynjax.qjit(lambda a, b: a @ b, abstracted_axes=({0: "n"}, {1: "m"}),
+                    in_shardings=(a_sh, b_sh), out_shardings=out)
+    rng = np.random.default_rng(3)
+    for n, m in ((0, 2), (1, 1), (6, 3), (9, 10)):
+        a, b = rng.standard_normal((n, 5)), rng.standard_normal((5, m))
+        c = f(a, b)
+        np.testing.assert_allclose(c, a @ b, rtol=1e-12)
+        assert c.sharding == out and c.shape == (n, m)
+
+
+@case
+def static_dims_must_split_evenly():
+    mesh = dynjax.make_mesh((4,), ("data",))
+    f = dynjax.qjit(lambda x: x * 2, in_shardings=NamedSharding(mesh, P("data")))
+    raises(ValueError, f, np.ones((6, 2)), match="does not divide")
+    np.testing.assert_array_equal(f(np.ones((8, 2))), np.full((8, 2), 2.0))
+
+
+@case
+def arguments_put_with_a_sharding_run_sharded():
+    mesh = dynjax.make_mesh((4,), ("data",))
+    sh = NamedSharding(mesh, P("data"))
+    g = dynjax.qjit(lambda x: jnp.cumsum(x) * 2)
+    x = np.arange(16.0)
+    got = g(dynjax.device_put(x, sh))
+    np.testing.assert_allclose(got, np.cumsum(x) * 2)
+    assert g._last.sharded is not None and g._last.sharded.last_run is not None
+    assert np.array_equal(g(x), np.cumsum(x) * 2)   # a plain array runs on one device
+
+
+if __name__ == "__main__":
+    os.environ["DYNJAX_NUM_CPU_DEVICES"] = "4"   # before the first use of XLA in this process
+    os.environ.setdefault("DYNJAX_DISABLE_DISK_CACHE", "1")
+    results = {}
+    for name, fn in CASES.items():
+        try:
+            fn()
+            results[name] = None
+        except Exception:
+            results[name] = traceback.format_exc()
+    sys.stdout.write(json.dumps(results))
