@@ -31,8 +31,11 @@ def device_count(backend: Optional[str] = None) -> int:
 
 def local_devices(process_index: Optional[int] = None, backend: Optional[str] = None, host_id=None) -> List:
     """The devices of this process (or of process ``process_index``)."""
-    want = process_index if process_index is not None else (host_id if host_id is not None else _xla.process_index())
-    return [d for d in devices(backend) if getattr(d, "process_index", 0) == want]
+    _check_backend(backend, "local_devices")
+    want = process_index if process_index is not None else host_id
+    if want is None:
+        return _xla.local_devices()
+    return [d for d in devices(backend) if d.process_index == want]
 
 
 def local_device_count(backend: Optional[str] = None) -> int:
@@ -49,7 +52,7 @@ def process_index(backend: Optional[str] = None) -> int:
 def process_count(backend: Optional[str] = None) -> int:
     """The number of processes of a distributed run (1 alone)."""
     _check_backend(backend, "process_count")
-    return len({getattr(d, "process_index", 0) for d in devices()})
+    return _xla.process_count()
 
 
 def default_backend() -> str:

@@ -50,12 +50,14 @@ class Layout:
     def is_replicated(self) -> bool:
         return all(t == 1 for t in self.tiles)
 
-    def hlo(self) -> str:
-        """XLA's HloSharding text of this layout."""
+    def hlo(self, device_ids: Optional[Sequence[int]] = None) -> str:
+        """XLA's HloSharding text of this layout, for a program on ``device_ids`` (the
+        sharding names devices by their position among them; default: ids are positions)."""
         if self.is_replicated:
             return "{replicated}"
         dims = list(self.tiles) + ([self.replicas] if self.replicas > 1 else [])
-        ids = ",".join(str(int(d)) for d in self.grid.reshape(-1))
+        position = {int(d): k for k, d in enumerate(device_ids)} if device_ids is not None else None
+        ids = ",".join(str(int(d) if position is None else position[int(d)]) for d in self.grid.reshape(-1))
         last = " last_tile_dim_replicate" if self.replicas > 1 else ""
         return "{devices=[" + ",".join(map(str, dims)) + "]" + ids + last + "}"
 
@@ -89,7 +91,7 @@ def _layout_from_op_sharding(op, ndim: int, device_ids: Sequence[int]) -> Layout
     if hs.is_replicated() or hs.is_maximal():
         return Layout.replicated(ndim, device_ids if not hs.is_maximal() else device_ids[:1])
     dims = list(hs.tile_assignment_dimensions())
-    devices = list(hs.tile_assignment_devices())
+    devices = [device_ids[i] for i in hs.tile_assignment_devices()]   # positions -> ids
     replicas = 1
     if hs.replicate_on_last_tile_dim():
         replicas = dims.pop()
@@ -117,8 +119,11 @@ class ShardedExecutable:
         self.out_layouts = list(out_layouts)
         by_id = {d.id: d for d in _xla.all_devices()}
         self.devices = [by_id[i] for i in self.device_ids]
+        mine = {d.id for d in _xla.local_devices()}
+        # this process puts the pieces of its own devices (every process passes whole arrays)
+        self.local = [d for d in self.devices if d.id in mine]
         device_list = _jax.DeviceList(tuple(self.devices))
-        self._shardings = [_jax.GSPMDSharding(device_list, _xc.HloSharding.from_string(lay.hlo()))
+        self._shardings = [_jax.GSPMDSharding(device_list, _xc.HloSharding.from_string(lay.hlo(self.device_ids)))
                            for lay in self.in_layouts]
 
     def partitioned_hlo(self) -> str:
@@ -136,16 +141,16 @@ class ShardedExecutable:
             if x.shape != aval.shape or x.dtype != aval.dtype:
                 x = _xla._slow_arg(x, aval, i)
             pieces = lay.piece_of(aval.shape)
-            xs = [np.ascontiguousarray(x[pieces[d.id]]) for d in self.devices]
-            bufs.append(_xla._bdp(aval, sharding, xs, self.devices, True, False, _xla._ZERO_COPY, True))
+            xs = [np.ascontiguousarray(x[pieces[d.id]]) for d in self.local]
+            bufs.append(_xla._bdp(aval, sharding, xs, self.local, True, False, _xla._ZERO_COPY, True))
         results = self.loaded.execute_sharded(bufs).disassemble_into_single_device_arrays()
         outs = []
         for aval, lay, per_device in zip(self.out_avals, self.out_layouts, results):
             whole = np.empty(aval.shape, aval.dtype)
             pieces = lay.piece_of(aval.shape)
             filled = set()
-            for d, piece in zip(self.devices, per_device):
-                idx = pieces.get(d.id)
+            for piece in per_device:
+                idx = pieces.get(piece.sharding._device.id)
                 key = None if idx is None else tuple((s.start, s.stop) for s in idx)
                 if key is None or key in filled:
                     continue
@@ -161,7 +166,6 @@ def compile_sharded(static_module, in_layouts: Sequence[Optional[Layout]], out_l
     """Compile a fully static module for the devices ``device_ids`` (one partition each), its
     arguments laid out by ``in_layouts`` (None: replicated) and its results by
     ``out_layouts`` (None: as XLA's sharding propagation decides)."""
-    from mlir_passes.shardings import annotate_shardings
     from mlir_passes.specialize import main_signature
     if _xla._compile_elsewhere:
         raise RuntimeError("a sharded program cannot be compiled in a process forked after its parent "
@@ -172,8 +176,10 @@ def compile_sharded(static_module, in_layouts: Sequence[Optional[Layout]], out_l
     n = len(device_ids)
     in_layouts = [lay if lay is not None else Layout.replicated(_aval(t).ndim, device_ids)
                   for lay, t in zip(in_layouts, in_types)]
-    text = annotate_shardings(static_module, [lay.hlo() for lay in in_layouts],
-                              [lay.hlo() if lay is not None else None for lay in out_layouts], n)
+    if _xla.process_count() > 1:
+        # every process returns whole results: each gets all of every output
+        out_layouts = [Layout.replicated(_aval(t).ndim, device_ids) for t in out_types]
+    text = sharded_text(static_module, in_layouts, out_layouts, device_ids)
     opts = _jax.CompileOptions()
     opts.num_partitions = n
     opts.num_replicas = 1
@@ -196,11 +202,13 @@ def compile_sharded(static_module, in_layouts: Sequence[Optional[Layout]], out_l
 
 
 def sharded_text(static_module, in_layouts: Sequence[Optional[Layout]], out_layouts: Sequence[Optional[Layout]],
-                 num_partitions: int) -> str:
-    """The annotated module :func:`compile_sharded` compiles (introspection)."""
+                 device_ids: Sequence[int]) -> str:
+    """The module :func:`compile_sharded` compiles: ``static_module`` annotated with the
+    layouts (None: left to XLA) for a program on ``device_ids``."""
     from mlir_passes.shardings import annotate_shardings
-    return annotate_shardings(static_module, [lay.hlo() if lay is not None else None for lay in in_layouts],
-                              [lay.hlo() if lay is not None else None for lay in out_layouts], num_partitions)
+    return annotate_shardings(static_module, [lay.hlo(device_ids) if lay is not None else None for lay in in_layouts],
+                              [lay.hlo(device_ids) if lay is not None else None for lay in out_layouts],
+                              len(device_ids))
 
 
 def device_pieces(x: np.ndarray, layout: Layout) -> List[Tuple[int, np.ndarray]]:

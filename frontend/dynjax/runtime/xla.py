@@ -79,6 +79,16 @@ def _patch_jaxlib() -> None:
         _jax.SingleDeviceSharding._to_xla_hlo_sharding = lambda self, ndim: replicated
 
 
+#: the distributed runtime's client options (``runtime/distributed.py``), set before the
+#: client is made: empty for a process of its own
+_distributed_options: dict = {}
+
+
+def client_made() -> bool:
+    """Whether the process-wide client exists (the distributed runtime must start before)."""
+    return _client is not None
+
+
 def _requested_devices():
     """``DYNJAX_NUM_CPU_DEVICES=N``: the number of CPU devices of the client (else XLA's
     default: one, or ``--xla_force_host_platform_device_count=N`` in ``XLA_FLAGS``)."""
@@ -95,8 +105,19 @@ def _requested_devices():
 
 
 def all_devices() -> list:
-    """Every device of the process-wide client, in id order."""
+    """Every device of the process-wide client (of every process in a distributed run), in
+    id order."""
     return sorted(get_client().devices(), key=lambda d: d.id)
+
+
+def local_devices() -> list:
+    """The devices of this process, in id order."""
+    return sorted(get_client().local_devices(), key=lambda d: d.id)
+
+
+def process_count() -> int:
+    """The number of processes of a distributed run (1 alone)."""
+    return len({d.process_index for d in get_client().devices()})
 
 
 def process_index() -> int:
@@ -112,8 +133,9 @@ def get_client():
         with _lock:
             if _client is None:
                 _patch_jaxlib()
-                client = _jax.get_tfrt_cpu_client(asynchronous=True, num_devices=_requested_devices())
-                _device = client.devices()[0]
+                client = _jax.get_tfrt_cpu_client(asynchronous=True, num_devices=_requested_devices(),
+                                                  **_distributed_options)
+                _device = client.local_devices()[0]
                 _device_list = _jax.DeviceList((_device,))
                 _devices = [_device]
                 _sharding = _jax.SingleDeviceSharding(_device)
