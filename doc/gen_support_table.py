@@ -28,7 +28,8 @@ MODULES = [
 
 _IO = "I/O and printing are outside traced code: use numpy on the inputs and results"
 _NARROW = "4- and 8-bit float and sub-byte integer types: dynjax computes with 8- to 64-bit types only"
-_COLLECTIVE = "a collective over named mesh axes (pmap/shard_map): dynjax runs a program on one device"
+_COLLECTIVE = ("a collective dynjax does not offer yet (dynjax's collectives act under "
+               "vmap(axis_name=...); shard_map and pmap are not there yet)")
 _PRIMITIVE = ("a JAX primitive object: dynjax's primitives are dynjax.lax.primitives.*_p, with their own "
               "names and rules")
 _SHARDING = "sharding and devices: dynjax runs a program on one device"
@@ -49,8 +50,7 @@ _ONE_REDUCE_WINDOW = ("dynjax has one reduce_window primitive, with a kind= para
 _LAX_PRIMITIVES = {
     **{f"{n}_p": _DERIVED + f"lax.{n} is log1p and sqrt under a custom_jvp"
        for n in ("acosh", "asinh", "atanh")},
-    **{f"{n}_p": _COLLECTIVE for n in ("all_gather", "all_to_all", "axis_index", "pmax", "pmin",
-                                       "ppermute", "psum", "ragged_all_to_all")},
+    **{f"{n}_p": _COLLECTIVE for n in ("ragged_all_to_all",)},
     "after_all_p": _TOKEN, "create_token_p": _TOKEN,
     "approx_top_k_p": _DERIVED + "lax.approx_max_k / approx_min_k are exact (as JAX's on the CPU): "
                       "a stable sort and a slice",
@@ -117,9 +117,7 @@ REASONS = {
                                 "uint4")},
     },
     "jax.lax": {
-        **{n: _COLLECTIVE for n in ("all_gather", "all_to_all", "axis_index", "axis_size", "pbroadcast", "pcast",
-                                    "pmax", "pmean", "pmin", "ppermute", "precv", "psend", "pshuffle", "psum",
-                                    "psum_scatter", "pswapaxes", "ragged_all_to_all")},
+        **{n: _COLLECTIVE for n in ("pbroadcast", "pcast", "precv", "psend", "pswapaxes", "ragged_all_to_all")},
         "with_sharding_constraint": _SHARDING,
         "after_all": _TOKEN, "create_token": _TOKEN,
         "platform_dependent": "dynjax compiles for the CPU only",

@@ -133,10 +133,19 @@ def new_trace(trace: Trace, dynamic: bool = False):
 
 _NATIVE_OPERANDS = frozenset({np.ndarray, int, float, bool, complex})
 
+#: primitive -> ``fn(params)`` giving the trace that binds the primitive's named axis (the
+#: collectives of ``lax.collectives``): ``bind`` interprets it at least there, so that a
+#: collective reaches the ``vmap`` of its axis whatever its operands (even none)
+named_axis_binders: dict = {}
+
 
 def bind(primitive: Primitive, *args, **params):
     """Apply ``primitive`` to ``args`` under the appropriate interpreter."""
     top = _state.dynamic[-1]
+    if primitive in named_axis_binders:   # a collective: the trace binding its axis name
+        axis_trace = named_axis_binders[primitive](params)
+        if axis_trace.level > top.level:
+            top = axis_trace
     foreign = False
     for a in args:
         if isinstance(a, Tracer):

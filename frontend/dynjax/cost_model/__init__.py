@@ -753,3 +753,4 @@ from . import cumulative as _cumulative  # noqa: E402,F401  (cummax / cummin)
 from . import reduce_window as _reduce_window  # noqa: E402,F401
 from . import barrier as _barrier  # noqa: E402,F401
 from . import prng as _prng  # noqa: E402,F401
+from . import collectives as _collectives  # noqa: E402,F401

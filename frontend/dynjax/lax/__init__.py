@@ -47,3 +47,7 @@ from .derived import (DotDimensionNumbers, PrecisionLike,  # noqa: E402,F401
 from .ragged import RaggedDotDimensionNumbers, ragged_dot, ragged_dot_general  # noqa: E402,F401
 from .barrier import optimization_barrier  # noqa: E402,F401  (the optimization_barrier primitive)
 from .rng import RandomAlgorithm, rng_bit_generator  # noqa: E402,F401  (XLA's bit generators)
+from .collectives import (all_gather, all_to_all, axis_index, axis_size, pmax, pmean,  # noqa: E402,F401
+                          pmin, ppermute, pshuffle, psum, psum_scatter)
+from .collectives import (all_gather_p, all_to_all_p, axis_index_p, pmax_p, pmin_p,  # noqa: E402,F401
+                          ppermute_p, psum_p)

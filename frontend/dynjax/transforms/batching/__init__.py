@@ -29,6 +29,7 @@ from typing import Any, List, Sequence
 import numpy as np
 
 from ...control_flow.primitives import carry_fixpoint, dim_positions
+from ...core import named_axes
 from ...core.avals import same_dim
 from ...core.errors import api_boundary
 from ...core.primitive import Primitive, batching_rules
@@ -38,6 +39,7 @@ from ...lax import api as lax
 from ...lax import effects as P_effects
 from ...lax import primitives as P
 from ...lax.base import dims_from_operands
+from ...lax.collectives import COLLECTIVES as _COLLECTIVES
 from ..members import MembersNeeded, members_needed, run_members
 
 __all__ = ["vmap", "BatchTrace", "BatchTracer", "batching_rules", "move_axis", "to_front", "per_member"]
@@ -79,9 +81,10 @@ class BatchTracer(Tracer):
 class BatchTrace(Trace):
     """Vectorization: applies ``batching_rules`` to (value, batch axis) pairs."""
 
-    def __init__(self, level: int, size):
+    def __init__(self, level: int, size, axis_name=None):
         super().__init__(level)
         self.size = size
+        self.axis_name = axis_name   # the name collectives call this axis (vmap(axis_name=))
 
     def pure(self, val):
         return BatchTracer(self, val, None)
@@ -94,7 +97,7 @@ class BatchTrace(Trace):
             raise EscapedTracerError(next(t for t in tracers if t._trace is self))
         vals = [t.val for t in tracers]
         dims = [t.bdim for t in tracers]
-        if all(d is None for d in dims):
+        if all(d is None for d in dims) and primitive not in _COLLECTIVES:
             out = bind(primitive, *vals, **params)
             if primitive.multiple_results:
                 return [BatchTracer(self, o, None) for o in out]
@@ -630,10 +633,12 @@ def _broadcast_prefix(prefix, tree_value, what):
     raise ValueError(f"vmap: {what} {prefix!r} does not match the structure {tree}")
 
 
-def vmap_flat(fun, size, vals: Sequence[Any], dims: Sequence[Any]):
-    """Run ``fun`` on batches: ``vals[i]`` has its batch axis at ``dims[i]`` (None: shared).
-    Returns ``(out_leaves, out_dims, out_tree)``."""
-    with new_trace(BatchTrace(next_level(), size)) as trace:
+def vmap_flat(fun, size, vals: Sequence[Any], dims: Sequence[Any], axis_name=None):
+    """Run ``fun`` on batches: ``vals[i]`` has its batch axis at ``dims[i]`` (None: shared);
+    collectives over ``axis_name`` act across the batch. Returns ``(out_leaves, out_dims,
+    out_tree)``."""
+    with new_trace(BatchTrace(next_level(), size, axis_name)) as trace, \
+            named_axes.binding(axis_name, trace, size):
         ins = [BatchTracer(trace, v, d) if d is not None else v for v, d in zip(vals, dims)]
         try:
             out = fun(*ins)
@@ -658,7 +663,7 @@ def vmap_flat(fun, size, vals: Sequence[Any], dims: Sequence[Any]):
     return outs, out_dims, tree
 
 
-def vmap(fun, in_axes=0, out_axes=0, axis_size=None):
+def vmap(fun, in_axes=0, out_axes=0, axis_name=None, axis_size=None, spmd_axis_name=None):
     """Vectorize ``fun`` over an axis of its arguments (JAX's semantics).
 
     ``in_axes``: an int, None (not batched) or a pytree prefix of the positional arguments
@@ -666,7 +671,9 @@ def vmap(fun, in_axes=0, out_axes=0, axis_size=None):
     from the end. ``out_axes``: where the batch axis goes in each output (None: the output
     must be the same for every member). ``axis_size``: the batch size when no argument is
     batched. The batch size may be dynamic (an abstracted axis, or an int argument under
-    ``qjit``): one trace serves every batch size.
+    ``qjit``): one trace serves every batch size. ``axis_name`` names the mapped axis for the
+    collectives of ``dynjax.lax`` (``psum``, ``all_gather``, ``axis_index``...);
+    ``spmd_axis_name`` is accepted (it matters only for sharded programs).
     """
     if not callable(fun):
         raise TypeError(f"vmap: the first argument must be a function, got {type(fun).__name__}")
@@ -680,7 +687,7 @@ def vmap(fun, in_axes=0, out_axes=0, axis_size=None):
             def positional(*all_args):
                 return fun(*all_args[:n_pos], **dict(zip(names, all_args[n_pos:])))
             spec = in_axes if isinstance(in_axes, (tuple, list)) else (in_axes,) * n_pos
-            return vmap(positional, tuple(spec) + (0,) * len(names), out_axes, axis_size)(
+            return vmap(positional, tuple(spec) + (0,) * len(names), out_axes, axis_name, axis_size)(
                 *args, *[kwargs[k] for k in names])
         if isinstance(in_axes, list):
             axes_spec = tuple(in_axes)
@@ -708,7 +715,8 @@ def vmap(fun, in_axes=0, out_axes=0, axis_size=None):
         if size is None:
             raise ValueError("vmap: no argument is mapped (all in_axes are None); give axis_size")
         leaves = [np.asarray(x) if isinstance(x, (list, tuple)) else x for x in leaves]
-        outs, out_dims, out_tree = vmap_flat(lambda *xs: fun(*tree_unflatten(tree, xs)), size, leaves, dims)
+        outs, out_dims, out_tree = vmap_flat(lambda *xs: fun(*tree_unflatten(tree, xs)), size, leaves, dims,
+                                             axis_name)
         out_struct = tree_unflatten(out_tree, outs)
         o_axes = _broadcast_prefix(out_axes, out_struct, "out_axes")
         results = []
@@ -738,3 +746,4 @@ from . import fft as _fft  # noqa: E402,F401
 from . import bits as _bits  # noqa: E402,F401
 from . import prng as _prng  # noqa: E402,F401
 from . import barrier as _barrier  # noqa: E402,F401
+from . import collectives as _collectives  # noqa: E402,F401  (psum, all_gather, ...: named axes)

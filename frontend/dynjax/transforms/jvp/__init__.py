@@ -720,3 +720,4 @@ from . import fft as _fft  # noqa: E402,F401
 from . import bits as _bits  # noqa: E402,F401
 from . import prng as _prng  # noqa: E402,F401
 from . import barrier as _barrier  # noqa: E402,F401  (optimization_barrier, and its transpose)
+from . import collectives as _collectives  # noqa: E402,F401  (psum, all_gather, ...)
