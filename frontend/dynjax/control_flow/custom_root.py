@@ -1,0 +1,125 @@
+"""``lax.custom_root``: a root finder differentiated by the implicit function theorem.
+
+``custom_root(f, initial_guess, solve, tangent_solve, has_aux=False)`` returns
+``solve(f, initial_guess)``, a root ``x*`` of ``f`` (e.g. Newton's method in a
+``while_loop``). Its derivative with respect to the values ``f`` closes over (its
+parameters ``p``) is not taken through ``solve``'s iterations: from ``f(x*(p), p) = 0``,
+
+    ∂f/∂x · x*' = -∂f/∂p · p'      so      x*' = -tangent_solve(g, ∂f/∂p · p')
+
+where ``g(v) = ∂f/∂x · v`` is ``f`` linearized at the root (JAX's semantics; the initial
+guess gets a zero derivative, and so does anything ``solve`` closes over beyond ``f``).
+
+It is a composition, not a primitive: ``f`` and ``solve`` are closure-converted (traced
+into jaxprs whose closed-over values become explicit), and the root is a ``custom_jvp``
+function of ``f``'s floating-point parameters whose jvp rule is the formula above. The
+tangent is computed by ``tangent_solve`` on a linear function (a ``jvp`` of ``f``), so it
+is linear in ``p'``: reverse mode transposes it (``tangent_solve`` must then be
+transposable, e.g. ``y / g(1.0)``, ``jnp.linalg.solve`` of ``jacobian(g)``, or a
+``custom_linear_solve``), and ``vmap`` batches it, in every order.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from ..core.avals import is_inexact_dtype
+from ..core.errors import api_boundary
+from ..core.interpret import eval_jaxpr
+from ..core.pytree import tree_flatten, tree_unflatten
+from ..core.trace import typeof
+from .linear_solve import trace_vector_fun
+
+__all__ = ["custom_root"]
+
+
+@api_boundary
+def custom_root(f: Callable, initial_guess: Any, solve: Callable, tangent_solve: Callable, has_aux: bool = False):
+    """Find a root of ``f`` with ``solve(f, initial_guess)``, differentiated implicitly
+    (JAX's ``lax.custom_root``). ``tangent_solve(g, y)`` solves the linear system
+    ``g(x) = y`` for the linearization ``g`` of ``f`` at the root. With ``has_aux``,
+    ``solve`` returns ``(root, aux)`` and so does this function; ``aux`` is not differentiated."""
+    from ..lax.derived import stop_gradient
+    from ..transforms.custom import custom_jvp
+    from ..transforms.jvp import jvp
+    who = "custom_root"
+    for fun, name in ((f, "f"), (solve, "solve"), (tangent_solve, "tangent_solve")):
+        if not callable(fun):
+            raise TypeError(f"{who}: {name} must be a function, got {type(fun).__name__}")
+    leaves, tree = tree_flatten(initial_guess)
+    for x in leaves:
+        try:
+            typeof(x)
+        except TypeError:
+            raise TypeError(f"{who}: initial_guess must be a pytree of arrays, got a leaf of type "
+                            f"{type(x).__name__}") from None
+    avals = [typeof(x).strip_weak_type() for x in leaves]
+    if not all(is_inexact_dtype(a.dtype) for a in avals):
+        raise TypeError(f"{who}: initial_guess must hold floating-point (or complex) arrays, got "
+                        f"{[a.str_short() for a in avals]}")
+
+    # f with its parameters explicit: f_jaxpr(params..., x...) -> residual leaves
+    f_jaxpr, f_consts, f_tree = trace_vector_fun(lambda *xs: f(tree_unflatten(tree, list(xs))), avals, who,
+                                                 "f", tree)
+    if f_tree != tree:
+        raise TypeError(f"{who}: f must return a value with the structure of initial_guess ({tree}), "
+                        f"got {f_tree}")
+    # solve, closure-converted; what it closes over (f's parameters included) is not differentiated
+    s_jaxpr, s_consts, s_tree = trace_vector_fun(lambda *xs: solve(f, tree_unflatten(tree, list(xs))), avals,
+                                                 who, "solve", tree)
+    if has_aux:
+        if len(s_tree.children) != 2:
+            raise TypeError(f"{who}(has_aux=True): solve must return a pair (root, aux)")
+        root_tree, aux_tree = s_tree.children
+    else:
+        root_tree, aux_tree = s_tree, None
+    if root_tree != tree:
+        raise TypeError(f"{who}: solve must return a root with the structure of initial_guess ({tree}), "
+                        f"got {root_tree}")
+    nx = len(leaves)
+    s_consts = [stop_gradient(c) if is_inexact_dtype(typeof(c).dtype) else c for c in s_consts]
+    diff_pos = [k for k, c in enumerate(f_consts) if is_inexact_dtype(typeof(c).dtype)]
+    fixed = [c for k, c in enumerate(f_consts) if k not in diff_pos]
+
+    def f_flat(params, xs, fixed_vals):
+        full, it, jt = [], iter(params), iter(fixed_vals)
+        for k in range(len(f_consts)):
+            full.append(next(it) if k in diff_pos else next(jt))
+        return eval_jaxpr(f_jaxpr, [], *full, *xs)
+
+    def root(nondiff, params, x0):
+        fixed_vals, solve_consts = nondiff
+        return list(eval_jaxpr(s_jaxpr, [], *solve_consts, *x0))
+
+    root = custom_jvp(root, nondiff_argnums=(0,))
+
+    @root.defjvp
+    def root_jvp(nondiff, primals, tangents):
+        fixed_vals, _ = nondiff
+        params, x0 = primals
+        params_dot, _ = tangents
+        out = root(nondiff, params, x0)
+        sol = out[:nx]
+        _, rhs = jvp(lambda ps: f_flat(ps, sol, fixed_vals), (list(params),), (list(params_dot),))
+
+        def g(v):
+            v_leaves, v_tree = tree_flatten(v)
+            if v_tree != tree:
+                raise TypeError(f"{who}: the linearized f takes a value with the structure of "
+                                f"initial_guess ({tree}), got {v_tree}")
+            _, t = jvp(lambda xs: f_flat(params, xs, fixed_vals), (list(sol),), (list(v_leaves),))
+            return tree_unflatten(tree, list(t))
+        sol_dot = tangent_solve(g, tree_unflatten(tree, list(rhs)))
+        d_leaves, d_tree = tree_flatten(sol_dot)
+        if d_tree != tree:
+            raise TypeError(f"{who}: tangent_solve must return a value with the structure of "
+                            f"initial_guess ({tree}), got {d_tree}")
+        from ..numpy import zeros_like
+        t_out = [-d for d in d_leaves] + [zeros_like(a) for a in out[nx:]]
+        return out, t_out
+
+    params = [f_consts[k] for k in diff_pos]
+    outs = root((fixed, s_consts), params, list(leaves))
+    x = tree_unflatten(tree, outs[:nx])
+    if has_aux:
+        return x, tree_unflatten(aux_tree, outs[nx:])
+    return x
