@@ -22,14 +22,36 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+import numpy as np
+
 from ..core.avals import is_inexact_dtype
 from ..core.errors import api_boundary
 from ..core.interpret import eval_jaxpr
+from ..core.jaxpr import Var
 from ..core.pytree import tree_flatten, tree_unflatten
 from ..core.trace import typeof
 from .linear_solve import trace_vector_fun
 
 __all__ = ["custom_root"]
+
+
+def dim_inputs(jaxpr) -> set:
+    """The positions of the inputs of ``jaxpr`` used as a dim of another input's type."""
+    pos = {id(v): i for i, v in enumerate(jaxpr.invars)}
+    return {pos[id(d)] for v in jaxpr.invars for d in v.aval.shape if isinstance(d, Var) and id(d) in pos}
+
+
+def eval_with_dims_of_args(jaxpr, values):
+    """``eval_jaxpr`` where an input used as a dim of another input's type takes that dim
+    from the value actually passed for the other input: a size passed as an operand of a
+    call is then the very dim of the arrays' types, not an equal copy."""
+    values = list(values)
+    pos = {id(v): i for i, v in enumerate(jaxpr.invars)}
+    for k, v in enumerate(jaxpr.invars):
+        for j, d in enumerate(v.aval.shape):
+            if isinstance(d, Var) and id(d) in pos:
+                values[pos[id(d)]] = typeof(values[k]).shape[j]
+    return eval_jaxpr(jaxpr, [], *values)
 
 
 @api_boundary
@@ -38,7 +60,6 @@ def custom_root(f: Callable, initial_guess: Any, solve: Callable, tangent_solve:
     (JAX's ``lax.custom_root``). ``tangent_solve(g, y)`` solves the linear system
     ``g(x) = y`` for the linearization ``g`` of ``f`` at the root. With ``has_aux``,
     ``solve`` returns ``(root, aux)`` and so does this function; ``aux`` is not differentiated."""
-    from ..lax.derived import stop_gradient
     from ..transforms.custom import custom_jvp
     from ..transforms.jvp import jvp
     who = "custom_root"
@@ -76,7 +97,10 @@ def custom_root(f: Callable, initial_guess: Any, solve: Callable, tangent_solve:
         raise TypeError(f"{who}: solve must return a root with the structure of initial_guess ({tree}), "
                         f"got {root_tree}")
     nx = len(leaves)
-    s_consts = [stop_gradient(c) if is_inexact_dtype(typeof(c).dtype) else c for c in s_consts]
+    # inputs that are dims of other inputs' types are taken from those (eval_with_dims_of_args):
+    # a placeholder stands for them, so no size travels as an operand of its own
+    s_consts = [np.int64(0) if k in dim_inputs(s_jaxpr) else c for k, c in enumerate(s_consts)]
+    f_consts = [np.int64(0) if k in dim_inputs(f_jaxpr) else c for k, c in enumerate(f_consts)]
     diff_pos = [k for k, c in enumerate(f_consts) if is_inexact_dtype(typeof(c).dtype)]
     fixed = [c for k, c in enumerate(f_consts) if k not in diff_pos]
 
@@ -84,20 +108,20 @@ def custom_root(f: Callable, initial_guess: Any, solve: Callable, tangent_solve:
         full, it, jt = [], iter(params), iter(fixed_vals)
         for k in range(len(f_consts)):
             full.append(next(it) if k in diff_pos else next(jt))
-        return eval_jaxpr(f_jaxpr, [], *full, *xs)
+        return eval_with_dims_of_args(f_jaxpr, full + list(xs))
 
-    def root(nondiff, params, x0):
-        fixed_vals, solve_consts = nondiff
-        return list(eval_jaxpr(s_jaxpr, [], *solve_consts, *x0))
+    # the solver's values and f's integer values are arguments, never closed over (the rule
+    # may run in a later trace); the rule ignores their tangents: they are not differentiated
+    def root(params, x0, solve_consts, fixed_vals):
+        return list(eval_with_dims_of_args(s_jaxpr, list(solve_consts) + list(x0)))
 
-    root = custom_jvp(root, nondiff_argnums=(0,))
+    root = custom_jvp(root)
 
     @root.defjvp
-    def root_jvp(nondiff, primals, tangents):
-        fixed_vals, _ = nondiff
-        params, x0 = primals
-        params_dot, _ = tangents
-        out = root(nondiff, params, x0)
+    def root_jvp(primals, tangents):
+        params, x0, solve_consts, fixed_vals = primals
+        params_dot = tangents[0]
+        out = root(params, x0, solve_consts, fixed_vals)
         sol = out[:nx]
         _, rhs = jvp(lambda ps: f_flat(ps, sol, fixed_vals), (list(params),), (list(params_dot),))
 
@@ -118,7 +142,7 @@ def custom_root(f: Callable, initial_guess: Any, solve: Callable, tangent_solve:
         return out, t_out
 
     params = [f_consts[k] for k in diff_pos]
-    outs = root((fixed, s_consts), params, list(leaves))
+    outs = root(params, list(leaves), list(s_consts), list(fixed))
     x = tree_unflatten(tree, outs[:nx])
     if has_aux:
         return x, tree_unflatten(aux_tree, outs[nx:])

@@ -23,6 +23,7 @@ from ..core.primitive import jvp_rules, transpose_rules
 from ..core.trace import typeof
 from ..lax import primitives as P
 from .batching import _eval_batched, _front_all, batching_rules
+from .custom_batching import dims_of_args
 from .jvp import Zero, instantiate, jvp_flat
 from .transpose import is_undefined, zeros
 
@@ -88,7 +89,7 @@ def _batch(size, vals, dims, *, const_lengths, jaxprs, num_aux):
         in_flags = f_blocks[k] + [True] * nb
 
         def batched(*xs, jx=jx, in_flags=in_flags):
-            return _eval_batched(jx, size, list(xs), in_flags, [True] * len(jx.outvars))
+            return _eval_batched(jx, size, dims_of_args(jx, xs, in_flags), in_flags, [True] * len(jx.outvars))
         prog = trace_nested(batched, tuple((typeof(v), True) for v in ins), lambda r: (list(r), None),
                             expand=False)
         funs.append(prog.jaxpr)

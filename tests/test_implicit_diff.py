@@ -1,0 +1,257 @@
+"""lax.custom_linear_solve and lax.custom_root: values against numpy, derivatives against
+closed forms, finite differences and jax, on static and dynamic sizes (0 and 1 included),
+and every order of jvp / vjp / vmap / qjit composed over them.
+
+The solvers are while_loops (conjugate gradient, Newton): dynjax cannot reverse-differentiate
+a while_loop, so a working gradient also shows the derivative does not go through the
+solver's iterations."""
+import itertools
+
+import numpy as np
+import pytest
+
+import dynjax
+import dynjax.numpy as jnp
+from dynjax import lax
+
+from helpers import assert_same, check_three_ways, fd_grad
+
+
+# ----------------------------------------------------------------------------------------------
+# The programs
+# ----------------------------------------------------------------------------------------------
+def cg(matvec, b):
+    """Conjugate gradient in a while_loop (to 1e-13 relative residual)."""
+    bb = jnp.sum(b * b)
+
+    def cond(c):
+        x, r, p, rr, i = c
+        return (rr > 1e-26 * bb) & (i < 200)
+
+    def body(c):
+        x, r, p, rr, i = c
+        ap = matvec(p)
+        alpha = rr / jnp.sum(p * ap)
+        x = x + alpha * p
+        r = r - alpha * ap
+        rr_new = jnp.sum(r * r)
+        return x, r, r + (rr_new / rr) * p, rr_new, i + 1
+    x0 = jnp.zeros_like(b)
+    return lax.while_loop(cond, body, (x0, b, b, bb, 0))[0]
+
+
+def circulant_matvec(p):
+    """``x -> (3 + p**2) x + (roll(x, 1) + roll(x, -1)) / 2``: symmetric, positive definite."""
+    return lambda x: (3.0 + p * p) * x + 0.5 * (jnp.roll(x, 1) + jnp.roll(x, -1))
+
+
+def dense(p, np_=jnp):
+    n = p.shape[0]
+    eye = np_.eye(n)
+    return np_.diag(3.0 + p * p) + 0.5 * (np_.roll(eye, 1, axis=0) + np_.roll(eye, -1, axis=0))
+
+
+def h_solve(p):
+    """A function of p (f64[n] -> f64[n]) through a custom_linear_solve whose matrix and
+    right-hand side both depend on p."""
+    x = lax.custom_linear_solve(circulant_matvec(p), jnp.sin(p) + 1.0, cg, symmetric=True)
+    return x * jnp.cos(p)
+
+
+def h_solve_ref(p):
+    """The same function by a dense solve (differentiated by dynjax's linalg rules)."""
+    return jnp.linalg.solve(dense(p), jnp.sin(p) + 1.0) * jnp.cos(p)
+
+
+def h_solve_np(p):
+    return np.linalg.solve(dense(p, np), np.sin(p) + 1.0) * np.cos(p)
+
+
+def newton(f, x0):
+    def body(c):
+        x, i = c
+        fx, dfx = dynjax.jvp(f, (x,), (jnp.ones_like(x),))
+        return x - fx / dfx, i + 1
+    return lax.while_loop(lambda c: c[1] < 40, body, (x0, 0))[0]
+
+
+def h_root(p):
+    """The elementwise cube root of 2 + p**2 (f64[n] -> f64[n]) by Newton's method."""
+    a = 2.0 + p * p
+    x = lax.custom_root(lambda x: x ** 3 - a, jnp.ones_like(p), newton, lambda g, y: y / g(jnp.ones_like(y)))
+    return x * jnp.sin(p)
+
+
+def h_root_ref(p):
+    return jnp.cbrt(2.0 + p * p) * jnp.sin(p)
+
+
+def h_root_np(p):
+    return np.cbrt(2.0 + p * p) * np.sin(p)
+
+
+def args(n):
+    return (np.linspace(-0.7, 0.9, n),)
+
+
+AXES = ({0: "n"},)
+
+
+# ----------------------------------------------------------------------------------------------
+# Values and first derivatives
+# ----------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("h, h_np", [(h_solve, h_solve_np), (h_root, h_root_np)], ids=["solve", "root"])
+def test_values_three_ways(h, h_np):
+    check_three_ways(h, h_np, args, [0, 1, 4], abstracted_axes=AXES, rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("h, h_np", [(h_solve, h_solve_np), (h_root, h_root_np)], ids=["solve", "root"])
+def test_grad_against_finite_differences_compiled_dynamic(h, h_np):
+    g = dynjax.qjit(dynjax.grad(lambda p: jnp.sum(h(p) ** 2)), abstracted_axes=AXES)
+    for n in (1, 3, 5):
+        (p,) = args(n)
+        want = fd_grad(lambda q: np.sum(h_np(q) ** 2), p)
+        np.testing.assert_allclose(g(p), want, rtol=1e-6, atol=1e-8)
+    assert g(np.zeros(0)).shape == (0,)
+
+
+def test_custom_linear_solve_closed_forms():
+    """x = A^-1 b; d(w.x)/db = A^-T w, d(w.x)/dA = -outer(A^-T w, x), for a non-symmetric A
+    with transpose_solve (dense solves inside the rules)."""
+    rng = np.random.default_rng(0)
+    A = rng.normal(size=(4, 4)) + 4 * np.eye(4)
+    b, w = rng.normal(size=4), rng.normal(size=4)
+
+    def loss(A, b):
+        x = lax.custom_linear_solve(lambda v: A @ v, b, lambda mv, r: jnp.linalg.solve(A, r),
+                                    lambda vm, r: jnp.linalg.solve(A.T, r))
+        return jnp.sum(w * x)
+    x = np.linalg.solve(A, b)
+    lam = np.linalg.solve(A.T, w)
+    for f in (dynjax.grad(loss, argnums=(0, 1)), dynjax.qjit(dynjax.grad(loss, argnums=(0, 1)))):
+        gA, gb = f(A, b)
+        np.testing.assert_allclose(gb, lam, rtol=1e-10)
+        np.testing.assert_allclose(gA, -np.outer(lam, x), rtol=1e-10)
+    # forward mode: x' = A^-1 (b' - A' x)
+    dA, db = rng.normal(size=(4, 4)), rng.normal(size=4)
+    _, t = dynjax.jvp(lambda A, b: loss(A, b), (A, b), (dA, db))
+    np.testing.assert_allclose(t, w @ np.linalg.solve(A, db - dA @ x), rtol=1e-10)
+
+
+def test_has_aux_pytree_and_errors():
+    A = np.array([[2.0, 1.0], [0.0, 3.0]])
+
+    def solve(mv, b):
+        x = jnp.linalg.solve(A, b["u"])
+        return {"u": x}, jnp.sum(x)      # aux: a diagnostic
+
+    def f(b):
+        return lax.custom_linear_solve(lambda v: {"u": A @ v["u"]}, {"u": b}, solve, has_aux=True)
+    (x, aux) = f(np.array([1.0, 2.0]))
+    want = np.linalg.solve(A, [1.0, 2.0])
+    np.testing.assert_allclose(x["u"], want)
+    np.testing.assert_allclose(aux, want.sum())
+    # forward mode works without transpose_solve; reverse mode is JAX's TypeError
+    _, t = dynjax.jvp(lambda b: f(b)[0]["u"], (np.ones(2),), (np.array([1.0, 0.0]),))
+    np.testing.assert_allclose(t, np.linalg.solve(A, [1.0, 0.0]))
+    with pytest.raises(TypeError, match="transpose_solve required"):
+        dynjax.grad(lambda b: jnp.sum(f(b)[0]["u"]))(np.ones(2))
+    with pytest.raises(TypeError, match="structure of b"):
+        lax.custom_linear_solve(lambda v: (v, v), np.ones(2), lambda mv, b: b)
+    with pytest.raises(TypeError, match="shapes and dtypes"):
+        lax.custom_linear_solve(lambda v: v, np.ones(2), lambda mv, b: b[:1])
+    with pytest.raises(TypeError, match="solve must be a function"):
+        lax.custom_linear_solve(lambda v: v, np.ones(2), None)
+    with pytest.raises(TypeError, match="root with the structure"):
+        lax.custom_root(lambda x: x, 1.0, lambda f, x: (x, x), lambda g, y: y)
+
+
+def test_stop_gradient_gives_zero_derivatives():
+    p = np.array([0.3, -0.2, 0.5])
+
+    def solve_sg(p):   # the matrix is cut from differentiation: only b contributes
+        x = lax.custom_linear_solve(circulant_matvec(lax.stop_gradient(p)), jnp.sin(p), cg, symmetric=True)
+        return jnp.sum(x)
+
+    def solve_const_rhs(p):   # b cut and matrix cut: zero derivative
+        x = lax.custom_linear_solve(circulant_matvec(lax.stop_gradient(p)), lax.stop_gradient(jnp.sin(p)), cg,
+                                    symmetric=True)
+        return jnp.sum(x)
+
+    def root_sg(p):
+        a = lax.stop_gradient(2.0 + p * p)
+        return jnp.sum(lax.custom_root(lambda x: x ** 3 - a, jnp.ones_like(p), newton,
+                                       lambda g, y: y / g(jnp.ones_like(y))))
+    want = np.linalg.solve(dense(p, np), np.ones(3)) * np.cos(p)    # A symmetric
+    np.testing.assert_allclose(dynjax.grad(solve_sg)(p), want, rtol=1e-9)
+    np.testing.assert_array_equal(dynjax.grad(solve_const_rhs)(p), np.zeros(3))
+    np.testing.assert_array_equal(dynjax.grad(root_sg)(p), np.zeros(3))
+    # the initial guess gets no derivative either
+    g = dynjax.grad(lambda x0: jnp.sum(lax.custom_root(lambda x: x ** 3 - 2.0, x0, newton,
+                                                       lambda g, y: y / g(jnp.ones_like(y)))))
+    np.testing.assert_array_equal(g(np.ones(2)), np.zeros(2))
+
+
+# ----------------------------------------------------------------------------------------------
+# Every order of jvp / vjp / vmap / qjit (pairs), against the same composition of the
+# reference functions (dense solve, closed-form root), at sizes 0, 1 and 3
+# ----------------------------------------------------------------------------------------------
+def t_jvp(h):
+    return lambda p: dynjax.jvp(h, (p,), (jnp.cos(3.0 * p),))[1]
+
+
+def t_vjp(h):
+    return lambda p: dynjax.vjp(h, p)[1](jnp.sin(2.0 * p) + 0.5)[0]
+
+
+def t_vmap(h):
+    return lambda p: jnp.sum(dynjax.vmap(h)(jnp.stack([p, 0.5 * p - 0.1])), axis=0)
+
+
+def t_qjit(h):
+    return dynjax.qjit(h, abstracted_axes=AXES)
+
+
+TRANSFORMS = {"jvp": t_jvp, "vjp": t_vjp, "vmap": t_vmap, "qjit": t_qjit}
+ORDERS = [o for o in itertools.product(TRANSFORMS, repeat=2) if o != ("qjit", "qjit")]
+
+
+@pytest.mark.parametrize("base", ["solve", "root"])
+@pytest.mark.parametrize("order", ORDERS, ids=["-".join(o) for o in ORDERS])
+def test_composed_transformations(base, order):
+    h, ref = (h_solve, h_solve_ref) if base == "solve" else (h_root, h_root_ref)
+    for name in order:      # the last one listed is applied last (outermost)
+        h, ref = TRANSFORMS[name](h), TRANSFORMS[name](ref)
+    for n in (0, 1, 3):
+        (p,) = args(n)
+        assert_same(h(p), ref(p), rtol=1e-8, atol=1e-10, where=f"{order} n={n}")
+
+
+# ----------------------------------------------------------------------------------------------
+# Against jax on the same programs
+# ----------------------------------------------------------------------------------------------
+def test_against_jax():
+    jax = pytest.importorskip("jax")
+    jax.config.update("jax_enable_x64", True)
+    jjnp, jlax = jax.numpy, jax.lax
+    rng = np.random.default_rng(1)
+    M = rng.normal(size=(3, 3))
+    p = rng.normal(size=3)
+
+    def prog(np_, lax_, grad_):
+        def loss(p):
+            A = M @ M.T + np_.diag(2.0 + p * p)
+
+            def solve(mv, b):
+                return np_.linalg.solve(A, b)
+            x = lax_.custom_linear_solve(lambda v: A @ v, np_.sin(p), solve, symmetric=True)
+            r = lax_.custom_root(lambda y: y ** 3 - (2.0 + x * x), np_.ones_like(x),
+                                 lambda f, y0: np_.cbrt(2.0 + x * x),
+                                 lambda g, y: y / g(np_.ones_like(y)))
+            return np_.sum(r * np_.cos(x))
+        return loss
+    ours = prog(jnp, lax, dynjax.grad)
+    theirs = prog(jjnp, jlax, jax.grad)
+    np.testing.assert_allclose(ours(p), theirs(p), rtol=1e-12)
+    np.testing.assert_allclose(dynjax.grad(ours)(p), jax.grad(theirs)(p), rtol=1e-10)
+    np.testing.assert_allclose(dynjax.hessian(ours)(p), jax.hessian(theirs)(p), rtol=1e-8)
