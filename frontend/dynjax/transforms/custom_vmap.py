@@ -131,9 +131,14 @@ class custom_vmap:
     def __init__(self, fun: Callable):
         if not callable(fun):
             raise TypeError(f"custom_vmap: expected a function, got {type(fun).__name__}")
-        self.fun = fun
+        self._fun = fun            # not ``fun`` in __dict__: a wrapper (custom_vjp) copies it
         self.vmap_rule = None
         functools.update_wrapper(self, fun)
+
+    @property
+    def fun(self) -> Callable:
+        """The wrapped function."""
+        return self._fun
 
     def def_vmap(self, vmap_rule: Callable) -> Callable:
         """Set the rule ``vmap_rule(axis_size, in_batched, *args) -> (out, out_batched)``;
@@ -150,7 +155,7 @@ class custom_vmap:
 
     @api_boundary
     def __call__(self, *args, **kwargs):
-        name = _fun_name(self.fun)
+        name = _fun_name(self._fun)
         if self.vmap_rule is None:
             raise AttributeError(f"No batching rule defined for custom_vmap function {name} using def_vmap.")
         if kwargs:
@@ -163,7 +168,7 @@ class custom_vmap:
             except TypeError:
                 raise TypeError(f"custom_vmap: an argument leaf of {name} is a {type(x).__name__}, not an "
                                 "array or a scalar") from None
-        fun = self.fun
+        fun = self._fun
 
         def flat(*xs):
             return fun(*tree_unflatten(in_tree, list(xs)))
