@@ -156,14 +156,42 @@ def test_has_aux_pytree_and_errors():
     np.testing.assert_allclose(t, np.linalg.solve(A, [1.0, 0.0]))
     with pytest.raises(TypeError, match="transpose_solve required"):
         dynjax.grad(lambda b: jnp.sum(f(b)[0]["u"]))(np.ones(2))
-    with pytest.raises(TypeError, match="structure of b"):
+    # JAX's error types: another structure is a TypeError, another shape a ValueError
+    with pytest.raises(TypeError, match=r"matvec\(\) output pytree structure must match b"):
         lax.custom_linear_solve(lambda v: (v, v), np.ones(2), lambda mv, b: b)
-    with pytest.raises(TypeError, match="shapes and dtypes"):
+    with pytest.raises(TypeError, match=r"solve\(\) output pytree structure must match b"):
+        lax.custom_linear_solve(lambda v: v, np.ones(2), lambda mv, b: (b,))
+    with pytest.raises(ValueError, match=r"solve\(\) output shapes must match b"):
         lax.custom_linear_solve(lambda v: v, np.ones(2), lambda mv, b: b[:1])
+    with pytest.raises(ValueError, match=r"matvec\(\) output shapes must match b"):
+        lax.custom_linear_solve(lambda v: v[:1], np.ones(2), lambda mv, b: b)
     with pytest.raises(TypeError, match="solve must be a function"):
         lax.custom_linear_solve(lambda v: v, np.ones(2), None)
-    with pytest.raises(TypeError, match="root with the structure"):
+    with pytest.raises(TypeError, match=r"solve\(\) output pytree structure must match initial_guess"):
         lax.custom_root(lambda x: x, 1.0, lambda f, x: (x, x), lambda g, y: y)
+    with pytest.raises(TypeError, match=r"f\(\) output pytree structure must match initial_guess"):
+        lax.custom_root(lambda x: (x, x), 1.0, lambda f, x: x, lambda g, y: y)
+    with pytest.raises(TypeError, match="pair"):
+        lax.custom_linear_solve(lambda v: v, np.ones(2), lambda mv, b: b, has_aux=True)
+    # a float32 solution of a float64 system comes back as float64 (as in JAX)
+    x = lax.custom_linear_solve(lambda v: v, np.ones(2), lambda mv, b: b.astype(np.float32))
+    assert x.dtype == np.float64
+
+
+def test_symmetric_and_transpose_solve_roles():
+    """As JAX: symmetric without transpose_solve transposes with solve; with transpose_solve
+    given, transposing runs it (vecmat = matvec when symmetric)."""
+    def grad_of(**kw):
+        return dynjax.grad(lambda b: jnp.sum(lax.custom_linear_solve(lambda x: 2.0 * x, b, lambda mv, r: r / 2.0,
+                                                                     **kw)))(np.ones(2))
+    np.testing.assert_allclose(grad_of(symmetric=True), [0.5, 0.5])
+    # a deliberately different transpose_solve shows which program the transpose runs
+    np.testing.assert_allclose(grad_of(symmetric=True, transpose_solve=lambda vm, r: r / 4.0), [0.25, 0.25])
+    # a transpose_solve that applies vecmat instead of solving reveals vecmat: matvec's transpose
+    A = np.array([[2.0, 1.0], [0.0, 3.0]])
+    g = dynjax.grad(lambda b: jnp.sum(lax.custom_linear_solve(lambda x: A @ x, b, lambda mv, r: jnp.linalg.solve(A, r),
+                                                              lambda vm, r: vm(r))))
+    np.testing.assert_allclose(g(np.ones(2)), A.T @ np.ones(2))
 
 
 def test_stop_gradient_gives_zero_derivatives():

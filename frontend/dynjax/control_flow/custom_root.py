@@ -30,7 +30,7 @@ from ..core.interpret import eval_jaxpr
 from ..core.jaxpr import Var
 from ..core.pytree import tree_flatten, tree_unflatten
 from ..core.trace import typeof
-from .linear_solve import trace_vector_fun
+from .linear_solve import check_like_vector, trace_vector_fun
 
 __all__ = ["custom_root"]
 
@@ -78,24 +78,31 @@ def custom_root(f: Callable, initial_guess: Any, solve: Callable, tangent_solve:
         raise TypeError(f"{who}: initial_guess must hold floating-point (or complex) arrays, got "
                         f"{[a.str_short() for a in avals]}")
 
+    aux_box = []
+
+    def on_vector(fun, what, aux):
+        def flat(*xs):
+            out = fun(tree_unflatten(tree, list(xs)))
+            if aux:
+                if not isinstance(out, (tuple, list)) or len(out) != 2:
+                    raise TypeError(f"{who}(has_aux=True): solve must return a pair (root, aux), got "
+                                    f"{type(out).__name__}")
+                out, aux_out = out
+            x_leaves, x_tree = tree_flatten(out)
+            x_leaves = check_like_vector(x_leaves, x_tree, list(xs), tree, who, what, "initial_guess")
+            if not aux:
+                return x_leaves
+            aux_leaves, aux_tree = tree_flatten(aux_out)
+            aux_box.append(aux_tree)
+            return x_leaves + aux_leaves
+        return flat
+
     # f with its parameters explicit: f_jaxpr(params..., x...) -> residual leaves
-    f_jaxpr, f_consts, f_tree = trace_vector_fun(lambda *xs: f(tree_unflatten(tree, list(xs))), avals, who,
-                                                 "f", tree)
-    if f_tree != tree:
-        raise TypeError(f"{who}: f must return a value with the structure of initial_guess ({tree}), "
-                        f"got {f_tree}")
+    f_jaxpr, f_consts, _ = trace_vector_fun(on_vector(f, "f", False), avals, who, "f")
     # solve, closure-converted; what it closes over (f's parameters included) is not differentiated
-    s_jaxpr, s_consts, s_tree = trace_vector_fun(lambda *xs: solve(f, tree_unflatten(tree, list(xs))), avals,
-                                                 who, "solve", tree)
-    if has_aux:
-        if len(s_tree.children) != 2:
-            raise TypeError(f"{who}(has_aux=True): solve must return a pair (root, aux)")
-        root_tree, aux_tree = s_tree.children
-    else:
-        root_tree, aux_tree = s_tree, None
-    if root_tree != tree:
-        raise TypeError(f"{who}: solve must return a root with the structure of initial_guess ({tree}), "
-                        f"got {root_tree}")
+    s_jaxpr, s_consts, _ = trace_vector_fun(on_vector(lambda x0: solve(f, x0), "solve", has_aux), avals, who,
+                                            "solve")
+    aux_tree = aux_box[-1] if has_aux else None
     nx = len(leaves)
     # inputs that are dims of other inputs' types are taken from those (eval_with_dims_of_args):
     # a placeholder stands for them, so no size travels as an operand of its own

@@ -57,10 +57,10 @@ _MATVEC, _VECMAT, _SOLVE, _TSOLVE = range(4)
 # ----------------------------------------------------------------------------------------------
 # Tracing the user's functions
 # ----------------------------------------------------------------------------------------------
-def trace_vector_fun(fun: Callable, vec_avals, who: str, what: str, tree, nout: Optional[int] = None):
-    """Trace ``fun`` (taking the flat leaves of a vector of structure ``tree``, returning a
-    pytree) in a nested scope. Returns ``(jaxpr, consts, out_leaves_avals, out_tree)``; the
-    jaxpr takes ``consts`` (captured values: closed-over arrays and dims) then the leaves."""
+def trace_vector_fun(fun: Callable, vec_avals, who: str, what: str):
+    """Trace ``fun`` (taking the flat leaves of a vector, returning a pytree) in a nested
+    scope. Returns ``(jaxpr, consts, out_tree)``; the jaxpr takes ``consts`` (captured
+    values: closed-over arrays and dims) then the leaves."""
     prog = trace_nested(fun, tuple((a, True) for a in vec_avals), tree_flatten, expand=False)
     inputs = {id(v) for v in prog.jaxpr.invars}
     for k, v in enumerate(prog.jaxpr.outvars):
@@ -70,18 +70,22 @@ def trace_vector_fun(fun: Callable, vec_avals, who: str, what: str, tree, nout: 
     return prog.jaxpr, list(prog.consts), prog.out_tree
 
 
-def _check_vector_outputs(jaxpr, nconsts, out_tree, tree, who, what, nvec):
-    """``what``'s first ``nvec`` outputs must have the structure and types of the vector."""
-    if out_tree != tree:
-        raise TypeError(f"{who}: {what} must return a value with the structure of b ({tree}), "
-                        f"got {out_tree}")
-    ins = jaxpr.invars[nconsts:]
-    for k, (o, i) in enumerate(zip(jaxpr.outvars[:nvec], ins)):
-        a, e = o.aval, i.aval
-        if a.dtype != e.dtype or a.ndim != e.ndim or not all(
-                same_dim(p, q) or p is q for p, q in zip(a.shape, e.shape)):
-            raise TypeError(f"{who}: {what} must return arrays of b's shapes and dtypes; leaf {k} is "
-                            f"{a.str_short()} for b's {e.str_short()}")
+def check_like_vector(leaves, tree, vec_leaves, vec_tree, who, what, vec_name):
+    """JAX's checks of a function's output against the vector: a ``TypeError`` for another
+    pytree structure, a ``ValueError`` for other shapes. Returns the leaves, converted to the
+    vector's dtypes (a float32 solution of a float64 system is a float64 one)."""
+    from ..lax import api as lax
+    if tree != vec_tree:
+        raise TypeError(f"{who}: {what}() output pytree structure must match {vec_name}, got {tree} and {vec_tree}.")
+    out = []
+    for x, v in zip(leaves, vec_leaves):
+        a, e = typeof(x), typeof(v)
+        if a.ndim != e.ndim or not all(same_dim(p, q) for p, q in zip(a.shape, e.shape)):
+            raise ValueError(f"{who}: {what}() output shapes must match {vec_name}, got "
+                             f"{[typeof(y).str_short() for y in leaves]} and "
+                             f"{[typeof(y).str_short() for y in vec_leaves]}")
+        out.append(x if a.dtype == e.dtype else lax.convert_element_type(x, e.dtype))
+    return out
 
 
 def bind_linear_solve(funs, consts, b_leaves, num_aux: int):
@@ -111,9 +115,10 @@ def custom_linear_solve(matvec: Callable, b: Any, solve: Callable, transpose_sol
 
     ``matvec``: the linear map, a function of a vector with ``b``'s structure. ``solve``:
     ``solve(matvec, b) -> x``. ``transpose_solve``: ``transpose_solve(vecmat, b) -> x``, which
-    solves the transposed system; needed for reverse mode unless ``symmetric``. With
-    ``has_aux``, ``solve`` (and ``transpose_solve``) return ``(x, aux)``, and so does this
-    function; ``aux`` is not differentiated."""
+    solves the transposed system (``vecmat`` is ``matvec``'s transpose, or ``matvec`` itself
+    with ``symmetric``); needed for reverse mode unless ``symmetric``, where ``solve`` then
+    serves. With ``has_aux``, ``solve`` (and ``transpose_solve``) return ``(x, aux)``, and so
+    does this function; ``aux`` is not differentiated."""
     who = "custom_linear_solve"
     for f, name in ((matvec, "matvec"), (solve, "solve")):
         if not callable(f):
@@ -128,52 +133,48 @@ def custom_linear_solve(matvec: Callable, b: Any, solve: Callable, transpose_sol
     leaves = [np.asarray(x, a.dtype) if not hasattr(x, "aval") and np.ndim(x) == 0 else x
               for x, a in zip(leaves, avals)]
     nvec = len(leaves)
+    box = {}
 
-    def on_vector(fun, aux):
+    def on_vector(fun, what, aux):
+        """``fun`` of the vector, on flat leaves: returns the solution's leaves (checked against
+        b) followed by the aux leaves (their structure kept in ``box[what]``)."""
         def flat(*xs):
             out = fun(tree_unflatten(tree, list(xs)))
-            if not aux:
-                return out
-            if not isinstance(out, (tuple, list)) or len(out) != 2:
-                raise TypeError(f"{who}(has_aux=True): solve and transpose_solve must return a pair "
-                                f"(x, aux), got {type(out).__name__}")
-            return out
+            if aux:
+                if not isinstance(out, (tuple, list)) or len(out) != 2:
+                    raise TypeError(f"{who}(has_aux=True): {what} must return a pair (x, aux), got "
+                                    f"{type(out).__name__}")
+                out, aux_out = out
+            x_leaves, x_tree = tree_flatten(out)
+            x_leaves = check_like_vector(x_leaves, x_tree, list(xs), tree, who, what, "b")
+            aux_leaves, box[what] = tree_flatten(aux_out) if aux else ([], None)
+            return x_leaves + aux_leaves
         return flat
 
-    def aux_split(jaxpr, out_tree):
-        if not has_aux:
-            return out_tree, None
-        x_tree, aux_tree = out_tree.children
-        return x_tree, aux_tree
-
-    mv, mv_c, mv_tree = trace_vector_fun(on_vector(matvec, False), avals, who, "matvec", tree)
-    _check_vector_outputs(mv, len(mv_c), mv_tree, tree, who, "matvec", nvec)
-
-    def user_matvec(v):
-        return matvec(v)
-
-    s, s_c, s_tree = trace_vector_fun(on_vector(lambda v: solve(user_matvec, v), has_aux), avals, who, "solve", tree)
-    x_tree, aux_tree = aux_split(s, s_tree)
-    _check_vector_outputs(s, len(s_c), x_tree, tree, who, "solve", nvec)
+    mv, mv_c, _ = trace_vector_fun(on_vector(matvec, "matvec", False), avals, who, "matvec")
+    s, s_c, _ = trace_vector_fun(on_vector(lambda v: solve(matvec, v), "solve", has_aux), avals, who, "solve")
     num_aux = len(s.outvars) - nvec
-    if symmetric:
+    if transpose_solve is None and symmetric:
         vm, vm_c, ts, ts_c = mv, mv_c, s, s_c
     elif transpose_solve is not None:
-        from ..transforms.linear_transpose import linear_transpose
+        if symmetric:
+            vecmat, (vm, vm_c) = matvec, (mv, mv_c)
+        else:
+            from ..transforms.linear_transpose import linear_transpose
 
-        def vecmat(v):
-            (ct,) = linear_transpose(matvec, tree_unflatten(tree, leaves))(v)
-            return ct
-        vm, vm_c, vm_tree = trace_vector_fun(on_vector(vecmat, False), avals, who, "the transpose of matvec", tree)
-        ts, ts_c, ts_tree = trace_vector_fun(on_vector(lambda v: transpose_solve(vecmat, v), has_aux), avals, who,
-                                             "transpose_solve", tree)
-        _check_vector_outputs(ts, len(ts_c), aux_split(ts, ts_tree)[0], tree, who, "transpose_solve", nvec)
+            def vecmat(v):
+                (ct,) = linear_transpose(matvec, tree_unflatten(tree, leaves))(v)
+                return ct
+            vm, vm_c, _ = trace_vector_fun(on_vector(vecmat, "vecmat", False), avals, who, "the transpose of matvec")
+        ts, ts_c, _ = trace_vector_fun(on_vector(lambda v: transpose_solve(vecmat, v), "transpose_solve", has_aux),
+                                       avals, who, "transpose_solve")
     else:
-        vm = vm_c = ts = ts_c = None
-    outs = bind_linear_solve((mv, vm, s, ts), (mv_c, vm_c or [], s_c, ts_c or []), leaves, num_aux)
+        vm = ts = None
+        vm_c = ts_c = []
+    outs = bind_linear_solve((mv, vm, s, ts), (mv_c, vm_c, s_c, ts_c), leaves, num_aux)
     x = tree_unflatten(tree, list(outs[:nvec]))
     if has_aux:
-        return x, tree_unflatten(aux_tree, list(outs[nvec:]))
+        return x, tree_unflatten(box["solve"], list(outs[nvec:]))
     return x
 
 
