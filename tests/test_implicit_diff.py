@@ -287,3 +287,80 @@ def test_against_jax():
     g = dynjax.grad(ours)
     fd = np.stack([(g(p + 1e-6 * e) - g(p - 1e-6 * e)) / 2e-6 for e in np.eye(3)], axis=1)
     np.testing.assert_allclose(dynjax.hessian(ours)(p), fd, rtol=1e-5, atol=1e-8)
+
+
+# ----------------------------------------------------------------------------------------------
+# More shapes of use: aux outputs, pytree vectors, batching the matrix alone, a root of a
+# function closing over an array of another dynamic size, the cost model
+# ----------------------------------------------------------------------------------------------
+def test_aux_and_pytree_vector_under_transformations():
+    A = np.array([[3.0, 1.0], [1.0, 2.0]])
+
+    def solve(mv, b):     # the pair (u, v) holds one vector of R^3: A on u, 2 on v
+        return (jnp.linalg.solve(A, b[0]), b[1] / 2.0), jnp.sum(b[0])
+
+    def f(d, u, v):
+        mv = lambda x: (A @ x[0], 2.0 * x[1] + 0.0 * d)     # d only to be closed over
+        (xu, xv), aux = lax.custom_linear_solve(mv, (u, v), solve, symmetric=True, has_aux=True)
+        return jnp.sum(xu * jnp.arange(1.0, 3.0)) + 3.0 * xv + 0.0 * aux
+    u, v = np.array([1.0, -1.0]), np.float64(4.0)
+    np.testing.assert_allclose(f(0.0, u, v), np.linalg.solve(A, u) @ [1.0, 2.0] + 6.0)
+    gu, gv = dynjax.grad(f, argnums=(1, 2))(0.0, u, v)
+    np.testing.assert_allclose(gu, np.linalg.solve(A, [1.0, 2.0]))
+    np.testing.assert_allclose(gv, 1.5)
+    us = np.stack([u, 2 * u, -u])
+    got = dynjax.vmap(f, in_axes=(None, 0, None))(0.0, us, v)
+    np.testing.assert_allclose(got, np.linalg.solve(A, us.T).T @ [1.0, 2.0] + 6.0)
+    got = dynjax.vmap(dynjax.grad(f, argnums=1), in_axes=(None, 0, None))(0.0, us, v)
+    np.testing.assert_allclose(got, np.tile(np.linalg.solve(A, [1.0, 2.0]), (3, 1)))
+    _, t = dynjax.jvp(lambda u: f(0.0, u, v), (u,), (np.array([1.0, 0.0]),))
+    np.testing.assert_allclose(t, np.linalg.solve(A, [1.0, 0.0]) @ [1.0, 2.0])
+
+
+def test_vmap_of_the_matrix_alone_compiled_dynamic():
+    """Only matvec's closed-over diagonal is batched (b is shared): the batched equation
+    broadcasts b; its gradient with respect to the diagonal is batched too."""
+    def x_of(d, b):
+        return lax.custom_linear_solve(lambda v: d * v, b, lambda mv, r: r / d, lambda vm, r: r / d)
+    f = dynjax.qjit(dynjax.vmap(x_of, in_axes=(0, None)), abstracted_axes=({0: "m", 1: "n"}, {0: "n"}))
+    g = dynjax.qjit(dynjax.vmap(dynjax.grad(lambda d, b: jnp.sum(x_of(d, b))), in_axes=(0, None)),
+                    abstracted_axes=({0: "m", 1: "n"}, {0: "n"}))
+    for m, n in ((0, 2), (1, 1), (3, 4)):
+        D = 2.0 + np.arange(m * n, dtype=float).reshape(m, n)
+        b = np.linspace(1.0, 2.0, n)
+        np.testing.assert_allclose(f(D, b), b / D, rtol=1e-12)
+        np.testing.assert_allclose(g(D, b), -b / D ** 2, rtol=1e-12)
+
+
+def test_custom_root_aux_and_closure_of_another_size():
+    """f(x) = x * sum(w**2) - s, x: f64[n], w: f64[m] (another dynamic size): the root is
+    s / sum(w**2); derivatives by w and s, compiled once for every (n, m)."""
+    def solve(f, x0):
+        x = newton(f, x0)
+        return x, jnp.max(jnp.abs(f(x)))          # aux: the residual
+
+    def root(w, s):
+        x, res = lax.custom_root(lambda x: x * jnp.sum(w * w) - s, jnp.ones_like(s), solve,
+                                 lambda g, y: y / g(jnp.ones_like(y)), has_aux=True)
+        return jnp.sum(x * (jnp.arange(s.shape[0]) + 1.0)), res
+    loss = dynjax.qjit(dynjax.value_and_grad(root, argnums=(0, 1), has_aux=True),
+                       abstracted_axes=({0: "m"}, {0: "n"}))
+    for m, n in ((1, 1), (3, 2), (2, 0)):
+        w, s = np.linspace(0.5, 1.5, m), np.linspace(1.0, 2.0, n)
+        c, k = np.sum(w * w), np.arange(1.0, n + 1.0)
+        (val, res), (gw, gs) = loss(w, s)
+        np.testing.assert_allclose(val, np.sum(s * k) / c, rtol=1e-12)
+        assert res < 1e-12
+        np.testing.assert_allclose(gs, k / c, rtol=1e-12)
+        np.testing.assert_allclose(gw, -np.sum(s * k) / c ** 2 * 2 * w, rtol=1e-10, atol=1e-14)
+
+
+def test_cost_is_the_cost_of_solve():
+    def with_solve(b):
+        return lax.custom_linear_solve(lambda v: 2.0 * v, b, lambda mv, r: jnp.sin(r) * 0.5, symmetric=True)
+
+    def plain(b):
+        return jnp.sin(b) * 0.5
+    c = dynjax.cost_analysis(with_solve, np.ones(3), abstracted_axes=({0: "n"},))
+    assert c.formulas() == dynjax.cost_analysis(plain, np.ones(3), abstracted_axes=({0: "n"},)).formulas()
+    assert c.at(n=10)["transcendentals"] == 10

@@ -85,12 +85,16 @@ def test_composes_with_grad_jvp_vmap():
 
 
 def test_errors():
+    # a function that is not linear: JAX's NotImplementedError when the transpose is called
+    t_sin = dynjax.linear_transpose(jnp.sin, 1.0)
     with pytest.raises(NotImplementedError, match="'sin' not implemented"):
-        dynjax.linear_transpose(jnp.sin, 1.0)
+        t_sin(1.0)
     with pytest.raises(NotImplementedError, match="not linear"):
-        dynjax.linear_transpose(lambda x: x * x, 1.0)
+        dynjax.linear_transpose(lambda x: x * x, 1.0)(1.0)
     with pytest.raises(NotImplementedError, match="not linear"):
-        dynjax.linear_transpose(lambda x: 1.0 / x, 1.0)
+        dynjax.linear_transpose(lambda x: 1.0 / x, 1.0)(1.0)
+    with pytest.raises(NotImplementedError, match="not linear"):
+        dynjax.linear_transpose(lambda x: x @ x, np.ones(2))(1.0)
     with pytest.raises(TypeError, match=r"integer -> integer functions"):
         dynjax.linear_transpose(lambda x: x.astype(np.float64), np.int64(1))
     t = dynjax.linear_transpose(lambda x: 2.0 * x, 1.0)

@@ -10,7 +10,7 @@ machinery ``vjp`` transposes its linear jaxprs with: its inputs are the linear
 Errors follow JAX: mixing integer and floating-point inputs and outputs is a ``TypeError``,
 so is a cotangent whose structure or type differs from the output's; a function that is not
 linear in its inputs (``sin(x)``, ``x * x``) raises ``NotImplementedError`` naming the
-primitive, before any cotangent is computed. An affine function (``x + 1``) is transposed
+primitive when the transpose is called (as JAX), before any cotangent is computed. An affine function (``x + 1``) is transposed
 as its linear part, as in JAX.
 """
 from __future__ import annotations
@@ -98,7 +98,6 @@ def linear_transpose(fun: Callable, *primals, reduce_axes=()) -> Callable:
         raise TypeError("linear_transpose only supports [float or complex] -> [float or complex], and "
                         f"integer -> integer functions, but got {[a.dtype for a in in_avals]} -> "
                         f"{[a.dtype for a in out_avals]}.")
-    _check_linear(jaxpr, nconsts)
     # the output types with the caller's dims (jaxpr input dims replaced by the primals')
     dim_of = {id(v): d for v, d in zip(jaxpr.invars, consts)}
 
@@ -108,6 +107,7 @@ def linear_transpose(fun: Callable, *primals, reduce_axes=()) -> Callable:
     expected = [caller_aval(a) for a in out_avals]
 
     def transpose_fun(out_cotangent):
+        _check_linear(jaxpr, nconsts)      # when called, as JAX raises it
         ct_leaves, ct_tree = tree_flatten(out_cotangent)
         if ct_tree != out_tree:
             raise TypeError(f"linear_transpose: cotangent tree does not match function output, expected "
