@@ -190,3 +190,15 @@ def test_against_jax():
     np.testing.assert_allclose(dynjax.vmap(f, in_axes=(0, None))(X, 2.0), jax.vmap(jf, in_axes=(0, None))(X, 2.0),
                                rtol=1e-12)
     np.testing.assert_allclose(f(X, Y), jf(X, Y), rtol=1e-12)
+
+
+def test_in_loop_bodies():
+    """vmap of a loop whose body calls f: the batched body uses the rule."""
+    def g(x, y):
+        return dynjax.lax.fori_loop(0, 2, lambda i, c: f(c, y), x)
+    got = dynjax.vmap(g)(X, Y)
+    want = np.cos(np.cos(X) * Y) * Y
+    np.testing.assert_allclose(got, want, rtol=1e-12)
+    np.testing.assert_allclose(dynjax.qjit(dynjax.vmap(g), abstracted_axes=({0: "b"}, {0: "b"}))(X, Y), want,
+                               rtol=1e-12)
+    np.testing.assert_allclose(g(X[0], Y[0]), np.sin(np.sin(X[0]) * Y[0]) * Y[0], rtol=1e-12)

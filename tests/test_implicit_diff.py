@@ -364,3 +364,34 @@ def test_cost_is_the_cost_of_solve():
     c = dynjax.cost_analysis(with_solve, np.ones(3), abstracted_axes=({0: "n"},))
     assert c.formulas() == dynjax.cost_analysis(plain, np.ones(3), abstracted_axes=({0: "n"},)).formulas()
     assert c.at(n=10)["transcendentals"] == 10
+
+
+def test_inside_loops_and_conditionals():
+    """A custom_linear_solve in a fori_loop, a scan and a cond: reverse mode splits and
+    transposes the loops around it; the same program with a dense solve is the reference."""
+    def matrix(d):
+        return jnp.diag(d) + 0.1 * jnp.roll(jnp.eye(d.shape[0]), 1, 0)
+
+    def custom_step(d, c):
+        return lax.custom_linear_solve(lambda v: d * v + 0.1 * jnp.roll(v, 1), c,
+                                       lambda mv, r: jnp.linalg.solve(matrix(d), r),
+                                       lambda vm, r: jnp.linalg.solve(matrix(d).T, r))
+
+    def dense_step(d, c):
+        return jnp.linalg.solve(matrix(d), c)
+
+    def program(step):
+        def f(d, b):
+            x = lax.fori_loop(0, 3, lambda i, c: jnp.sin(step(d, c)) + b, b)
+            ys = lax.scan(lambda c, k: (c, step(d * k, c)), b, jnp.array([1.0, 2.0]))[1]
+            z = lax.cond(jnp.sum(b) > 0, lambda c: step(d, c), lambda c: -c, x)
+            return jnp.sum(x ** 2) + jnp.sum(ys) + jnp.sum(z)
+        return f
+    d, b = np.array([2.0, 3.0, 4.0]), np.array([1.0, 0.5, -0.2])
+    want = dynjax.grad(program(dense_step), argnums=(0, 1))(d, b)
+    for g in (dynjax.grad(program(custom_step), argnums=(0, 1)),
+              dynjax.qjit(dynjax.grad(program(custom_step), argnums=(0, 1)), abstracted_axes=({0: "n"}, {0: "n"}))):
+        for got, w in zip(g(d, b), want):
+            np.testing.assert_allclose(got, w, rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(dynjax.jacfwd(program(custom_step))(d, b), dynjax.jacfwd(program(dense_step))(d, b),
+                               rtol=1e-12, atol=1e-14)
