@@ -1,6 +1,8 @@
 """dynjax.linear_transpose: the transpose of linear functions against their matrices in numpy
 (A.T @ ct), eagerly, compiled and on dynamic sizes (0 and 1 included), composed with jvp /
 grad / vmap / qjit, and JAX's errors."""
+import itertools
+
 import numpy as np
 import pytest
 
@@ -123,3 +125,54 @@ def test_against_jax():
             ours = r
         else:
             np.testing.assert_allclose(ours, r, rtol=1e-12)
+
+
+def test_complex_is_the_transpose_not_the_adjoint():
+    (c,) = dynjax.linear_transpose(lambda x: (1 + 2j) * x, np.complex128(1))(np.complex128(1))
+    np.testing.assert_allclose(c, 1 + 2j)       # as JAX: no conjugate
+
+
+# ----------------------------------------------------------------------------------------------
+# Every order of jvp / vjp / vmap / qjit (pairs) around a transpose that depends on p
+# ----------------------------------------------------------------------------------------------
+def h(p):
+    """The transpose of v -> sin(p) * cumsum(v), applied to cos(p)."""
+    return dynjax.linear_transpose(lambda v: jnp.sin(p) * jnp.cumsum(v), p)(jnp.cos(p))[0]
+
+
+def h_ref(p):
+    """The same, written out: a reversed cumulative sum of sin(p) * cos(p)."""
+    return jnp.flip(jnp.cumsum(jnp.flip(jnp.sin(p) * jnp.cos(p))))
+
+
+def t_jvp(f):
+    return lambda p: dynjax.jvp(f, (p,), (jnp.cos(3.0 * p),))[1]
+
+
+def t_vjp(f):
+    return lambda p: dynjax.vjp(f, p)[1](jnp.sin(2.0 * p) + 0.5)[0]
+
+
+def t_vmap(f):
+    return lambda p: jnp.sum(dynjax.vmap(f)(jnp.stack([p, 0.5 * p - 0.1])), axis=0)
+
+
+def t_qjit(f):
+    return dynjax.qjit(f, abstracted_axes=({0: "n"},))
+
+
+TRANSFORMS = {"jvp": t_jvp, "vjp": t_vjp, "vmap": t_vmap, "qjit": t_qjit}
+ORDERS = [o for k in (1, 2) for o in itertools.product(TRANSFORMS, repeat=k) if o != ("qjit", "qjit")]
+
+
+@pytest.mark.parametrize("order", ORDERS, ids=["-".join(o) for o in ORDERS])
+def test_composed_transformations(order):
+    ours, ref = h, h_ref
+    for name in order:
+        ours, ref = TRANSFORMS[name](ours), TRANSFORMS[name](ref)
+    for n in (0, 1, 4):
+        p = np.linspace(-0.8, 1.1, n)
+        np.testing.assert_allclose(ours(p), ref(p), rtol=1e-12, atol=1e-14, err_msg=str(order))
+    # and the reference against numpy, for the untransformed function
+    p = np.linspace(-0.8, 1.1, 4)
+    np.testing.assert_allclose(h(p), np.cumsum((np.sin(p) * np.cos(p))[::-1])[::-1], rtol=1e-12)
