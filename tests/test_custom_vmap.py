@@ -202,3 +202,21 @@ def test_in_loop_bodies():
     np.testing.assert_allclose(dynjax.qjit(dynjax.vmap(g), abstracted_axes=({0: "b"}, {0: "b"}))(X, Y), want,
                                rtol=1e-12)
     np.testing.assert_allclose(g(X[0], Y[0]), np.sin(np.sin(X[0]) * Y[0]) * Y[0], rtol=1e-12)
+
+
+def test_stop_gradient_in_the_function_and_the_rule():
+    @custom_vmap
+    def k(x):
+        return jax_free_stop(x) * x
+
+    @k.def_vmap
+    def k_rule(axis_size, in_batched, xs):
+        return jax_free_stop(xs) * xs * 2.0, True
+    # d/dx of stop(x) * x is stop(x): x outside vmap, 2 x under it (the rule's)
+    np.testing.assert_allclose(dynjax.jvp(k, (3.0,), (1.0,))[1], 3.0)
+    np.testing.assert_allclose(dynjax.vmap(lambda x: dynjax.jvp(k, (x,), (1.0,))[1])(X), 2.0 * X)
+    np.testing.assert_allclose(dynjax.jvp(dynjax.vmap(k), (X,), (np.ones(3),))[1], 2.0 * X)
+
+
+def jax_free_stop(x):
+    return dynjax.lax.stop_gradient(x)
