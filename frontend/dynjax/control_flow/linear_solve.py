@@ -47,11 +47,12 @@ from ..core.trace import typeof
 from ..lax.base import aval as aval_of
 from ..lowering.core import register_lowering
 
-__all__ = ["custom_linear_solve", "custom_linear_solve_p", "bind_linear_solve", "trace_vector_fun"]
+__all__ = ["custom_linear_solve", "custom_linear_solve_p", "bind_linear_solve", "split_operands",
+           "trace_vector_fun", "check_like_vector"]
 
 custom_linear_solve_p = Primitive("custom_linear_solve", multiple_results=True)
 
-_MATVEC, _VECMAT, _SOLVE, _TSOLVE = range(4)
+_SOLVE, _VECTOR = 2, 4     # the solve program's place among the four; the vector's block
 
 
 # ----------------------------------------------------------------------------------------------
@@ -193,7 +194,7 @@ def split_operands(operands: Sequence[Any], const_lengths) -> List[List[Any]]:
 
 def _solve_inputs(operands, const_lengths):
     blocks = split_operands(operands, const_lengths)
-    return blocks[_SOLVE] + blocks[4]
+    return blocks[_SOLVE] + blocks[_VECTOR]
 
 
 def _impl(*operands, const_lengths, jaxprs, num_aux):
@@ -201,8 +202,7 @@ def _impl(*operands, const_lengths, jaxprs, num_aux):
 
 
 def _abstract_eval(*operands, const_lengths, jaxprs, num_aux):
-    blocks = split_operands(operands, const_lengths)
-    b = blocks[4]
+    b = split_operands(operands, const_lengths)[_VECTOR]
     solve = jaxprs[_SOLVE]
     ins = _solve_inputs(operands, const_lengths)
     if len(solve.invars) != len(ins):
