@@ -45,13 +45,8 @@ def eval_with_dims_of_args(jaxpr, values):
     """``eval_jaxpr`` where an input used as a dim of another input's type takes that dim
     from the value actually passed for the other input: a size passed as an operand of a
     call is then the very dim of the arrays' types, not an equal copy."""
-    values = list(values)
-    pos = {id(v): i for i, v in enumerate(jaxpr.invars)}
-    for k, v in enumerate(jaxpr.invars):
-        for j, d in enumerate(v.aval.shape):
-            if isinstance(d, Var) and id(d) in pos:
-                values[pos[id(d)]] = typeof(values[k]).shape[j]
-    return eval_jaxpr(jaxpr, [], *values)
+    from ..transforms.custom_batching import dims_of_args
+    return eval_jaxpr(jaxpr, [], *dims_of_args(jaxpr, values, [False] * len(values)))
 
 
 @api_boundary
