@@ -395,3 +395,30 @@ def test_inside_loops_and_conditionals():
             np.testing.assert_allclose(got, w, rtol=1e-12, atol=1e-14)
     np.testing.assert_allclose(dynjax.jacfwd(program(custom_step))(d, b), dynjax.jacfwd(program(dense_step))(d, b),
                                rtol=1e-12, atol=1e-14)
+
+
+def test_custom_root_pytree_guess_and_integer_parameter():
+    """A root of a pair (u, v) of a linear system with an integer parameter k (an i64 input
+    under qjit): u + v = a, u - v = k a / 10."""
+    def newton_pair(f, x0):
+        def body(c):
+            (u, v), i = c
+            J = dynjax.jacfwd(lambda z: jnp.stack(f((z[0], z[1]))))(jnp.stack([u, v]))
+            step = jnp.linalg.solve(J, jnp.stack(f((u, v))))
+            return (u - step[0], v - step[1]), i + 1
+        return lax.while_loop(lambda c: c[1] < 5, body, (x0, 0))[0]
+
+    def tangent_solve(g, y):
+        J = dynjax.jacfwd(lambda z: jnp.stack(g((z[0], z[1]))))(jnp.zeros(2))
+        s = jnp.linalg.solve(J, jnp.stack(y))
+        return s[0], s[1]
+
+    def objective(a, k):
+        u, v = lax.custom_root(lambda z: (z[0] + z[1] - a, z[0] - z[1] - k * a / 10), (0.0, 0.0), newton_pair,
+                               tangent_solve)
+        return 2.0 * u + v
+    for k in (0, 3):
+        want = (1 + k / 10) + (1 - k / 10) / 2       # d/da of 2 u + v
+        np.testing.assert_allclose(objective(1.0, k), want, rtol=1e-12)
+        np.testing.assert_allclose(dynjax.grad(objective)(1.0, k), want, rtol=1e-12)
+        np.testing.assert_allclose(dynjax.qjit(dynjax.grad(objective))(1.0, k), want, rtol=1e-12)
