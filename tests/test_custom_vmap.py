@@ -220,3 +220,19 @@ def test_stop_gradient_in_the_function_and_the_rule():
 
 def jax_free_stop(x):
     return dynjax.lax.stop_gradient(x)
+
+
+def test_padded_tier(monkeypatch):
+    """A custom_vmap call in a padded bucket executable runs its function padded; under vmap
+    the rule's operations are padded like any other."""
+    monkeypatch.setenv("DYNJAX_TIERS", "padded")
+    direct = dynjax.qjit(lambda x, y: f(x, y) + jnp.sum(x), abstracted_axes=({0: "n"}, {0: "n"}))
+    batched = dynjax.qjit(dynjax.vmap(f), abstracted_axes=({0: "n"}, {0: "n"}))
+    sizes = (0, 1, 20)
+    for n in sizes:
+        x, y = np.linspace(-1.0, 1.0, n), np.linspace(0.5, 1.5, n)
+        np.testing.assert_allclose(direct(x, y), np.sin(x) * y + np.sum(x), rtol=1e-12, atol=1e-14)
+        np.testing.assert_allclose(batched(x, y), np.cos(x) * y, rtol=1e-12)
+    for g in (direct, batched):
+        info = g.cache_info()
+        assert info["padded_runs"] == len(sizes) and info["exact_runs"] == 0, info

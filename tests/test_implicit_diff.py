@@ -422,3 +422,20 @@ def test_custom_root_pytree_guess_and_integer_parameter():
         np.testing.assert_allclose(objective(1.0, k), want, rtol=1e-12)
         np.testing.assert_allclose(dynjax.grad(objective)(1.0, k), want, rtol=1e-12)
         np.testing.assert_allclose(dynjax.qjit(dynjax.grad(objective))(1.0, k), want, rtol=1e-12)
+
+
+def test_padded_tier_runs_the_padded_solve(monkeypatch):
+    """In a padded bucket executable, custom_linear_solve runs its solve program padded
+    (a conjugate gradient whose dot products must ignore the padding)."""
+    f = dynjax.qjit(h_solve, abstracted_axes=AXES)
+    g = dynjax.qjit(h_solve, abstracted_axes=AXES)
+    sizes = (0, 1, 5, 17)
+    for n in sizes:
+        (p,) = args(n)
+        monkeypatch.setenv("DYNJAX_TIERS", "padded")
+        got = f(p)
+        monkeypatch.setenv("DYNJAX_TIERS", "exact")
+        np.testing.assert_allclose(got, g(p), rtol=1e-10, atol=1e-13)
+        np.testing.assert_allclose(got, h_solve_np(p), rtol=1e-10, atol=1e-13)
+    info = f.cache_info()
+    assert info["padded_runs"] == len(sizes) and info["exact_runs"] == 0, info

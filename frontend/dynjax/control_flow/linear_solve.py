@@ -192,6 +192,12 @@ def split_operands(operands: Sequence[Any], const_lengths) -> List[List[Any]]:
     return out
 
 
+def solve_operand_indices(const_lengths, num_operands: int) -> List[int]:
+    """The positions of the solve program's operands (its constants, then the vector)."""
+    start = sum(const_lengths[:_SOLVE])
+    return list(range(start, start + const_lengths[_SOLVE])) + list(range(sum(const_lengths), num_operands))
+
+
 def _solve_inputs(operands, const_lengths):
     blocks = split_operands(operands, const_lengths)
     return blocks[_SOLVE] + blocks[_VECTOR]
