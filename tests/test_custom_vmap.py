@@ -46,6 +46,8 @@ def test_direct_call_and_vmap_use_the_rule():
     assert SEEN[-1] == (3, (True, True))
     np.testing.assert_allclose(dynjax.vmap(f, in_axes=(0, None))(X, 2.0), np.cos(X) * 2.0)
     assert SEEN[-1] == (3, (True, False))
+    np.testing.assert_allclose(f(X[1], y=Y[1]), np.sin(X[1]) * Y[1])       # keywords go by position
+    np.testing.assert_allclose(dynjax.vmap(lambda x, y: f(x, y=y))(X, Y), np.cos(X) * Y)
     # a member of a vector: f(x) on f64[n], vmapped over rows, on dynamic sizes under qjit
     g = dynjax.qjit(lambda A, y: dynjax.vmap(f, in_axes=(0, None))(A, y), abstracted_axes=({0: "m", 1: "n"}, {0: "n"}))
     for m, n in ((0, 2), (1, 1), (3, 4)):

@@ -35,7 +35,8 @@ from ..core.pytree import tree_flatten, tree_unflatten
 from ..core.trace import typeof
 from ..lowering.core import register_lowering
 from .batching import batching_rules, to_front
-from .custom import _call_abstract, _call_impl, _call_lowering, _computed_dim_message, _fun_name
+from .custom import (_call_abstract, _call_impl, _call_lowering, _computed_dim_message, _fun_name,
+                     _resolve_args)
 from .jvp import Zero, instantiate, jvp_flat
 
 __all__ = ["custom_vmap", "sequential_vmap", "custom_vmap_call_p"]
@@ -158,9 +159,7 @@ class custom_vmap:
         name = _fun_name(self._fun)
         if self.vmap_rule is None:
             raise AttributeError(f"No batching rule defined for custom_vmap function {name} using def_vmap.")
-        if kwargs:
-            raise TypeError(f"custom_vmap: keyword arguments ({', '.join(kwargs)}) are not supported; pass "
-                            "them positionally")
+        args = _resolve_args(self._fun, "custom_vmap", args, kwargs)   # keywords matched to positions
         leaves, in_tree = tree_flatten(tuple(args))
         for x in leaves:
             try:
