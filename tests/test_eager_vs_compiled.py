@@ -821,6 +821,30 @@ def _custom_call(draw, prim):
     return fn_case(prim.name, "", lambda: _custom_function(prim.name), operands)
 
 
+# --- custom_linear_solve (control_flow/linear_solve.py): runs its solve program ----------------
+@cases("custom_linear_solve")
+def _custom_linear_solve(draw, prim):
+    dt = _dtype(draw, FLOATS)
+    n = _size(draw)
+
+    def make():
+        return lambda b: dynjax.lax.custom_linear_solve(lambda x: x + x, b, lambda mv, r: r * 0.5, symmetric=True)
+    return fn_case(prim.name, "", make, lambda: [_array(draw, dt, (n, 2))], dyn=({0: "n"},))
+
+
+# --- custom_vmap_call (transforms/custom_vmap.py): outside vmap, runs the traced function --------
+@cases("custom_vmap_call")
+def _custom_vmap_call(draw, prim):
+    dt = _dtype(draw, FLOATS + INTS)
+    n = _size(draw)
+
+    def make():
+        f = dynjax.custom_batching.custom_vmap(lambda x, y: x * y)
+        f.def_vmap(lambda size, batched, x, y: (x * y, any(batched)))
+        return f
+    return fn_case(prim.name, "", make, lambda: [_array(draw, dt, (n, 2)), _array(draw, dt, (n, 2))])
+
+
 # ---------------------------------------------------------------------------------------------
 # Comparison
 # ---------------------------------------------------------------------------------------------

@@ -13,7 +13,7 @@ keys on their values and on nothing else.
 """
 from __future__ import annotations
 
-from typing import Iterable, List, Set
+from typing import Dict, Iterable, List, Set
 
 import numpy as np
 
@@ -46,12 +46,18 @@ def dims_of(aval) -> List[Var]:
 #: takes the equation's operands, in order, as its inputs.
 call_primitives: Set = set()
 
+#: Other primitives with nested programs (``custom_linear_solve``): ``rule(eqn)`` gives what
+#: ``fixed_inputs`` returns for them.
+fixed_input_rules: Dict = {}
+
 
 def fixed_inputs(eqn):
     """For each nested jaxpr of ``eqn``: ``[(invar index, operand index)]`` for the invars that
     keep one operand's value during the whole execution (see ``control_flow.primitives``)."""
     if eqn.primitive in call_primitives:
         return [[(k, k) for k in range(len(eqn.invars))]]
+    if eqn.primitive in fixed_input_rules:
+        return fixed_input_rules[eqn.primitive](eqn)
     return _control_flow_fixed_inputs(eqn)
 
 

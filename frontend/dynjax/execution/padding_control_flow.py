@@ -2,7 +2,8 @@
 
 A loop or a cond whose carried (or returned) shapes stay fixed becomes the same construct in
 the padded program, its nested programs interpreted by the padding rules; a function with
-custom derivative rules pads its primal body; a loop whose carried sizes change runs on device
+custom derivative rules (or a custom vmap rule) pads its primal body, a
+``custom_linear_solve`` its solve program; a loop whose carried sizes change runs on device
 within a capacity per carried size (``_resizing_loop``, for ``padded_runs.CapacityProgram``).
 """
 from __future__ import annotations
@@ -130,6 +131,15 @@ def _custom_call(ctx, eqn, *ops):
     return _nested(ctx, eqn, 0, body, list(ops), [[(k, k) for k in range(len(body.invars))]])
 
 
+def _custom_linear_solve(ctx, eqn, *ops):
+    """``custom_linear_solve`` runs its solve program (its other programs only serve the
+    derivative rules, at trace time): pad it, on its constants and the vector."""
+    from ..control_flow.linear_solve import solve_operand_indices
+    solve = eqn.params["jaxprs"][2]
+    idx = solve_operand_indices(eqn.params["const_lengths"], len(eqn.invars))
+    return _nested(ctx, eqn, 0, solve, [ops[o] for o in idx], [list(enumerate(idx))])
+
+
 def _control_flow_rules():
     from ..control_flow.primitives import cond_p, for_loop_p, scan_p, while_loop_p
     padding_rules[for_loop_p] = _for_loop
@@ -139,6 +149,10 @@ def _control_flow_rules():
     from ..transforms.custom import custom_jvp_call_p, custom_vjp_call_p
     padding_rules[custom_jvp_call_p] = _custom_call
     padding_rules[custom_vjp_call_p] = _custom_call
+    from ..transforms.custom_vmap import custom_vmap_call_p
+    padding_rules[custom_vmap_call_p] = _custom_call
+    from ..control_flow.linear_solve import custom_linear_solve_p
+    padding_rules[custom_linear_solve_p] = _custom_linear_solve
 
 
 _control_flow_rules()

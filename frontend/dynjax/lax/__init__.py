@@ -10,6 +10,8 @@ from . import symbolic_rules  # noqa: F401  (registers the dimension arithmetic)
 
 
 from ..control_flow.lax_api import cond, fori_loop, scan, switch, while_loop  # noqa: E402,F401
+from ..control_flow.linear_solve import custom_linear_solve  # noqa: E402,F401
+from ..control_flow.custom_root import custom_root  # noqa: E402,F401
 from . import special  # noqa: E402,F401  (erf, lgamma, igamma, ...: the special-function primitives)
 from .special import (bessel_i0e, bessel_i1e, betainc, digamma, erf, erf_inv, erfc,  # noqa: E402,F401
                       igamma, igamma_grad_a, igammac, lgamma, polygamma, random_gamma_grad, zeta)

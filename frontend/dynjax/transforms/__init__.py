@@ -12,5 +12,5 @@
 * ``api.py`` - the user-level functions (``grad``, ``vjp``, ``jacrev`` ...), exported from
   ``dynjax``.
 """
-from . import batching, control_flow, custom_batching  # noqa: F401  (register their rules)
+from . import batching, control_flow, custom_batching, custom_vmap, linear_solve_rules  # noqa: F401  (register their rules)
 from .jvp import JVPTrace, JVPTracer, Zero, instantiate, zeros_from_aval  # noqa: F401

@@ -28,13 +28,14 @@ from __future__ import annotations
 from typing import Any, Callable, List, Sequence
 
 from ..core.expansion import trace_nested
+from ..core.jaxpr import Var
 from ..core.trace import typeof
 from ..lax import api as lax
 from .batching import BatchTracer, _eval_batched, _front_all, batching_rules, to_front, vmap_flat
 from .custom import custom_jvp_call_p, custom_lin_p, custom_vjp_call_p
 from .jvp import instantiate
 
-__all__ = ["BatchedRules"]
+__all__ = ["BatchedRules", "dims_of_args"]
 
 
 def _leading_size(values: Sequence[Any], flags: Sequence[bool], avals: Sequence[Any] = ()):
@@ -46,6 +47,19 @@ def _leading_size(values: Sequence[Any], flags: Sequence[bool], avals: Sequence[
         if a.shape:
             return a.shape[0]
     return None
+
+
+def dims_of_args(jaxpr, values, batched):
+    """``values`` for ``jaxpr``'s inputs where an unbatched input used as a dim of another
+    input's type is that dim of the other value (its member shape): the very dim, not a copy
+    the nested trace made of it."""
+    values = list(values)
+    pos = {id(v): i for i, v in enumerate(jaxpr.invars)}
+    for k, v in enumerate(jaxpr.invars):
+        for j, d in enumerate(v.aval.shape):
+            if isinstance(d, Var) and id(d) in pos and not batched[pos[id(d)]]:
+                values[pos[id(d)]] = typeof(values[k]).shape[j + (1 if batched[k] else 0)]
+    return values
 
 
 def _run_batched(trace, size, fun: Callable, vals: Sequence[Any], flags: Sequence[bool]) -> List[Any]:
@@ -154,7 +168,7 @@ def _call_batch(primitive):
         nout = len(call_jaxpr.outvars)
 
         def batched(*xs):
-            return _eval_batched(call_jaxpr, size, list(xs), flags, [True] * nout)
+            return _eval_batched(call_jaxpr, size, dims_of_args(call_jaxpr, xs, flags), flags, [True] * nout)
         prog = trace_nested(batched, tuple((typeof(v), True) for v in vals), lambda r: (list(r), None),
                             expand=False)
         nd_b = flags[num_consts - rules.num_nd:num_consts]
