@@ -51,16 +51,9 @@ def _split_aux(out, has_aux, who):
     return out
 
 
-class _Typed:
-    """A stand-in value of the type ``out_aval.shape + in_aval.shape`` (a Jacobian block's)."""
-
-    def __init__(self, out_aval, in_aval):
-        self.shape = tuple(out_aval.shape) + tuple(in_aval.shape)
-
-
 def _no_cotangent(x, who="vjp"):
     """The cotangent of an integer / bool input: float0 zeros of its shape."""
-    shape = x.shape if isinstance(x, _Typed) else typeof(x).shape
+    shape = typeof(x).shape
     if not all(isinstance(d, int) for d in shape):
         raise TypeError(f"{who}: an integer or bool input with a dynamic shape has no cotangent "
                         "(float0 arrays have static shapes); close over it (pass it to the "
@@ -423,11 +416,9 @@ def _jac_wrap(fun, argnums, has_aux, holomorphic, who, mode, allow_int=False):
                     by_leaf = dict(zip(lin.diff, lin.transpose(cts)))
                     return [zeros(typeof(x)) if by_leaf.get(k) is None else by_leaf[k]
                             for k, x in enumerate(in_leaves)]
+                # (an integer input's block, with allow_int, is zeros of its dtype, as in JAX)
                 for k, r in enumerate(_over_basis(row, _size(pa.shape))):
-                    if k in lin.diff:
-                        blocks[o][k] = _jacobian_block(r, pa.shape, typeof(in_leaves[k]).shape, False)
-                    else:   # an integer input (allow_int): a float0 block
-                        blocks[o][k] = _no_cotangent(_Typed(typeof(p), typeof(in_leaves[k])), who)
+                    blocks[o][k] = _jacobian_block(r, pa.shape, typeof(in_leaves[k]).shape, False)
         rows = [tree_unflatten(in_tree, row) for row in blocks]
         result = tree_unflatten(out_tree, [r[0] if single else r for r in rows])
         return (result, aux) if has_aux else result
@@ -447,7 +438,7 @@ def jacrev(fun: Callable, argnums: Union[int, Sequence[int]] = 0, has_aux: bool 
            holomorphic: bool = False, allow_int: bool = False):
     """The Jacobian of ``fun`` by reverse mode: one ``vjp`` per output element (shape
     ``out.shape + in.shape``); the primal computation runs once. ``allow_int=True`` lets
-    integer / bool arguments through (their block is a float0 array)."""
+    integer / bool arguments through (their block is zeros of their dtype, as in JAX)."""
     return _jac_wrap(fun, argnums, has_aux, holomorphic, "jacrev", "rev", allow_int)
 
 
