@@ -11,7 +11,9 @@ Arguments are pytrees of arrays and Python scalars; ``static_argnums`` /
 ``static_argnames`` arguments are baked into the trace (they must be hashable). When
 every parameter is annotated (``sz: int``, ``x: float``, ``ShapeDtypeStruct((None, 3))``)
 the function is traced ahead of time, at decoration; ``None`` axes are dynamic. Called
-inside another trace, a ``qjit`` function is inlined into the caller.
+inside another trace or by a transformation (``grad(qjit(f))``), a ``qjit`` function is
+inlined into the caller: its jaxpr, traced once per abstract signature, is evaluated under the
+caller's interpreters (``QJIT._call_inlined``).
 """
 from __future__ import annotations
 
