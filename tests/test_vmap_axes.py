@@ -231,6 +231,8 @@ ERRORS = [
     ("scalar", lambda m: m.vmap(lambda a: a)(1.0), ValueError, "rank should be at least 1, but is only 0"),
     ("spec_type", lambda m: m.vmap(lambda a: a, in_axes=(0.5,))(X), TypeError, "(nested) container"),
     ("spec_top", lambda m: m.vmap(lambda a: a, in_axes=0.5)(X), TypeError, "in_axes must be an int, None"),
+    ("spec_dict_top", lambda m: m.vmap(lambda d: d["a"], in_axes={"a": 0})({"a": X}), TypeError,
+     "in_axes must be an int, None"),
     ("out_none", lambda m: m.vmap(lambda a: a, out_axes=None)(X), ValueError,
      "got axis spec None but output was batched on axis 0"),
     ("prefix", lambda m: m.vmap(lambda a, b: a, in_axes=(0, {"k": 0}))(X, X), ValueError,
