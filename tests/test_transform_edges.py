@@ -363,6 +363,21 @@ def test_inlined_trace_keys_on_abstracted_axes_and_statics():
     assert count[0] == 2
 
 
+def test_inlined_trace_keys_on_weak_types():
+    """A Python scalar (weakly typed) and an f64 scalar promote differently with an f32: two
+    traces, each with its own result dtype (as JAX)."""
+    @dynjax.qjit
+    def f(x):
+        return x * np.float32(2.0)
+    weak = dynjax.jvp(f, (1.0,), (1.0,))
+    strong = dynjax.jvp(f, (np.float64(1.0),), (np.float64(1.0),))
+    assert [np.asarray(v).dtype for v in weak] == [np.float32] * 2
+    assert [np.asarray(v).dtype for v in strong] == [np.float64] * 2
+    assert f.cache_info()["inlined_traces"] == 2
+    if jax is not None:
+        assert jax.jvp(lambda x: x * np.float32(2.0), (1.0,), (1.0,))[1].dtype == np.float32
+
+
 def test_inlined_closure_over_a_transformation_value():
     """A qjit function closing over a value of an enclosing jvp is evaluated under it (not
     cached: the value differs per call)."""

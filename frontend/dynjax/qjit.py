@@ -252,7 +252,8 @@ class QJIT:
             all_leaves.append(x)
             all_avals.append(aval)
             all_names.append(names)
-            return aval.dtype, shape, type(x) in (int, float, bool)
+            # a weakly typed value (a Python scalar, or a tracer of one) promotes differently
+            return aval.dtype, shape, type(x) in (int, float, bool) or (isinstance(x, Tracer) and aval.weak_type)
 
         all_leaves, all_avals, all_names = [], [], []
         parts = []

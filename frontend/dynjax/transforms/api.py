@@ -137,12 +137,13 @@ def linearize(fun: Callable, *primals, has_aux: bool = False):
 
 
 @api_boundary
-def vjp(fun: Callable, *primals, has_aux: bool = False):
+def vjp(fun: Callable, *primals, has_aux: bool = False, reduce_axes: Sequence = ()):
     """``(fun(*primals), f_vjp)`` (plus ``aux`` with ``has_aux``) where ``f_vjp(ct)`` returns
     the cotangents of ``primals`` for an output cotangent ``ct`` (a pytree of ``fun``'s output
     structure): ``ct @ J``. The cotangent of an integer or bool input has dtype ``float0``;
     an integer or bool output takes a float0 (or integer) cotangent. A cotangent of another
     structure, shape or dtype than the output's is a ValueError (as in JAX)."""
+    _check_reduce_axes(reduce_axes, "vjp")
     return _vjp(fun, primals, has_aux, "vjp")
 
 
