@@ -181,6 +181,18 @@ def test_float0_results_of_qjit():
     assert len(closed.jaxpr.outvars) == 1   # only the primal result is a jaxpr output
 
 
+def test_float0_through_vmap_and_jvp():
+    g = dynjax.grad(lambda x, k: x * k, argnums=(0, 1), allow_int=True)
+    gx, gk = dynjax.vmap(g)(np.arange(3.0), np.arange(3))
+    np.testing.assert_allclose(gx, [0.0, 1.0, 2.0])
+    assert gk.dtype == float0 and gk.shape == (3,)
+    (px, pk), (tx, tk) = dynjax.jvp(lambda x: g(x, 2), (1.0,), (1.0,))
+    assert (px, tx) == (2.0, 0.0) and pk.dtype == float0 and tk.dtype == float0
+    if jax is not None:
+        jg = jax.grad(lambda x, k: x * k, argnums=(0, 1), allow_int=True)
+        assert jax.vmap(jg)(np.arange(3.0), np.arange(3))[1].shape == (3,)
+
+
 # ----------------------------------------------------------------------------------------------
 # Errors: JAX's types, messages naming the argument
 # ----------------------------------------------------------------------------------------------

@@ -28,6 +28,7 @@ from typing import Any, List, Sequence
 import numpy as np
 
 from ...control_flow.primitives import carry_fixpoint, dim_positions
+from ...core.avals import float0
 from ...core.primitive import Primitive, batching_rules
 from ...core.pytree import tree_flatten
 from ...core.trace import EscapedTracerError, Trace, Tracer, bind, new_trace, next_level, typeof
@@ -613,7 +614,8 @@ def vmap_flat(fun, size, vals: Sequence[Any], dims: Sequence[Any]):
                     outs.append(o.val)
                     out_dims.append(o.bdim)
                 else:
-                    typeof(o)
+                    if not (isinstance(o, np.ndarray) and o.dtype == float0):
+                        typeof(o)   # an array or a number (a float0 value holds no data)
                     outs.append(o)
                     out_dims.append(None)
     if needed is not None:   # numpy indexing by a batched index: one call per member

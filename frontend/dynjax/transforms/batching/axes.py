@@ -8,7 +8,7 @@ import numbers
 
 import numpy as np
 
-from ...core.avals import same_dim
+from ...core.avals import float0, same_dim
 from ...core.errors import api_boundary
 from ...core.pytree import tree_flatten, tree_unflatten
 from ...core.trace import Tracer, typeof
@@ -199,6 +199,14 @@ def vmap(fun, in_axes=0, out_axes=0, axis_name=None, axis_size=None, spmd_axis_n
                     raise ValueError(f"vmap: at vmap out_axes, got axis spec None but output was "
                                      f"batched on axis {d} (output leaf {k})")
                 results.append(o)
+                continue
+            if isinstance(o, np.ndarray) and o.dtype == float0:   # no data: the batched shape
+                if not isinstance(size, (int, np.integer)):
+                    raise TypeError("vmap: a float0 result (the gradient of an integer argument) "
+                                    "has a static shape, but the batch size is dynamic")
+                shape = list(o.shape)
+                shape.insert(_normalize_axis(ax, o.ndim + 1, f"out_axes for output leaf {k}"), int(size))
+                results.append(np.zeros(tuple(shape), float0))
                 continue
             o = to_front(o, d, size)   # an unbatched output (a constant) is broadcast
             ax = _normalize_axis(ax, typeof(o).ndim, f"out_axes for output leaf {k}")

@@ -739,6 +739,8 @@ def jvp_flat(fun, primals, tangents, out_tree_box=None):
         for o in out_leaves:
             if isinstance(o, Tracer) and o._trace is trace:
                 outs.append((o.primal, o.tangent))
+            elif isinstance(o, np.ndarray) and o.dtype == float0:
+                outs.append((o, o))   # a float0 value (an integer's gradient): its own tangent
             else:
                 _aval_of(o, "an output of the function")
                 outs.append((o, _zero_like(o)))
