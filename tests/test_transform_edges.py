@@ -470,3 +470,87 @@ def test_eval_shape_pytrees_and_specs():
         theirs = jax.eval_shape(eval_shape_fn(jax.numpy), spec, 2.0, {"w": np.ones((2, 2))})
         for a, b in zip(dynjax.tree_util.tree_leaves(mine), jax.tree_util.tree_leaves(theirs)):
             assert a.shape == b.shape and a.dtype == b.dtype
+
+
+# ----------------------------------------------------------------------------------------------
+# The options composed with the transformations, in every order (generated)
+# ----------------------------------------------------------------------------------------------
+def with_aux(x):
+    return jnp.sin(x) * w_like(x), jnp.sum(x)
+
+
+def w_like(x):
+    """A weight vector of x's (possibly dynamic) size."""
+    return jnp.cos(jnp.arange(x.shape[0]) * 1.0) + 1.5
+
+
+def w_np(n):
+    return np.cos(np.arange(n) * 1.0) + 1.5
+
+
+INNER = {   # each: a function of x (f64[n] -> f64[n]) built with an option, and its closed form
+    "grad(has_aux, argnums)": (
+        lambda x: (lambda g, aux: g[0] * aux)(*dynjax.grad(
+            lambda x, w: (jnp.sum(jnp.sin(x) * w), jnp.sum(x)), argnums=(0, -1), has_aux=True)(x, w_like(x))),
+        lambda x: np.cos(x) * w_np(len(x)) * np.sum(x)),
+    "value_and_grad(has_aux)": (
+        lambda x: (lambda va, g: g * va[0] + va[1])(*dynjax.value_and_grad(
+            lambda x: (jnp.sum(jnp.sin(x) * w_like(x)), jnp.sum(x)), has_aux=True)(x)),
+        lambda x: np.cos(x) * w_np(len(x)) * np.sum(np.sin(x) * w_np(len(x))) + np.sum(x)),
+    "jacrev(has_aux)": (
+        lambda x: (lambda j, aux: j @ x + aux)(*dynjax.jacrev(with_aux, has_aux=True)(x)),
+        lambda x: np.cos(x) * w_np(len(x)) * x + np.sum(x)),
+    "jvp(has_aux)": (
+        lambda x: (lambda p, t, aux: t * aux)(*dynjax.jvp(with_aux, (x,), (x,), has_aux=True)),
+        lambda x: np.cos(x) * w_np(len(x)) * x * np.sum(x)),
+    "linearize(has_aux)": (
+        lambda x: (lambda y, f_jvp, aux: f_jvp(x) + aux)(*dynjax.linearize(with_aux, x, has_aux=True)),
+        lambda x: np.cos(x) * w_np(len(x)) * x + np.sum(x)),
+    "vjp(has_aux)": (
+        lambda x: (lambda y, f_vjp, aux: f_vjp(x)[0] * aux)(*dynjax.vjp(with_aux, x, has_aux=True)),
+        lambda x: x * np.cos(x) * w_np(len(x)) * np.sum(x)),
+}
+
+
+def fd_jacobian(h, x, eps=1e-6):
+    cols = [(h(x + eps * e) - h(x - eps * e)) / (2 * eps) for e in np.eye(len(x))]
+    return np.stack(cols, axis=-1)
+
+
+OUTER = ["eager", "qjit", "grad", "jvp", "vjp", "vmap", "qjit(grad)", "vmap(jvp)"]
+
+
+@pytest.mark.parametrize("outer", OUTER)
+@pytest.mark.parametrize("inner", sorted(INNER))
+def test_options_compose(inner, outer):
+    h, h_np = INNER[inner]
+    rng = np.random.default_rng(8)
+    x, t = rng.normal(size=3), rng.normal(size=3)
+    J = fd_jacobian(h_np, x)
+    if outer == "eager":
+        np.testing.assert_allclose(h(x), h_np(x), rtol=1e-12)
+    elif outer == "qjit":
+        f = dynjax.qjit(h, abstracted_axes={0: "n"})
+        for n in (0, 1, 3):
+            xn = rng.normal(size=n)
+            np.testing.assert_allclose(f(xn), h_np(xn), rtol=1e-12, atol=1e-14)
+        assert f.cache_info()["traces"] == 1
+    elif outer == "grad":
+        np.testing.assert_allclose(dynjax.grad(lambda x: jnp.sum(h(x)))(x), J.sum(axis=0), rtol=1e-6, atol=1e-8)
+    elif outer == "jvp":
+        y, ty = dynjax.jvp(h, (x,), (t,))
+        np.testing.assert_allclose(ty, J @ t, rtol=1e-6, atol=1e-8)
+    elif outer == "vjp":
+        np.testing.assert_allclose(dynjax.vjp(h, x)[1](t)[0], t @ J, rtol=1e-6, atol=1e-8)
+    elif outer == "vmap":
+        X = rng.normal(size=(2, 3))
+        np.testing.assert_allclose(dynjax.vmap(h)(X), np.stack([h_np(r) for r in X]), rtol=1e-12)
+    elif outer == "qjit(grad)":
+        f = dynjax.qjit(dynjax.grad(lambda x: jnp.sum(h(x))), abstracted_axes={0: "n"})
+        np.testing.assert_allclose(f(x), J.sum(axis=0), rtol=1e-6, atol=1e-8)
+        x1 = rng.normal(size=1)
+        np.testing.assert_allclose(f(x1), fd_jacobian(h_np, x1).sum(axis=0), rtol=1e-6, atol=1e-8)
+    elif outer == "vmap(jvp)":
+        T = np.stack([t, 2 * t])
+        got = dynjax.vmap(lambda t: dynjax.jvp(h, (x,), (t,))[1])(T)
+        np.testing.assert_allclose(got, T @ J.T, rtol=1e-6, atol=1e-8)
