@@ -204,7 +204,7 @@ def test_composition_orders(order):
         want = expected(order, x, w)
         np.testing.assert_allclose(fn(x, w), want, rtol=1e-13, atol=1e-14)
         np.testing.assert_allclose(compiled(x, w), want, rtol=1e-13, atol=1e-14)
-        if jax is not None and n:
+        if jax is not None and n == 4:
             np.testing.assert_allclose(compose(order, jax)(x, w), want, rtol=1e-13, atol=1e-14)
     assert compiled.cache_info()["traces"] == 1
 
