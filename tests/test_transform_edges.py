@@ -221,6 +221,7 @@ ERROR_CASES = [
     ("grad_nonscalar", lambda m: m.grad(m.numpy.sin)(X3), TypeError, "calar"),
     ("grad_argnums_range", lambda m: m.grad(lambda a, b: a * b, argnums=(0, 5))(1.0, 2.0), TypeError,
      "at least 6 positional arguments"),
+    ("grad_argnums_repeated", lambda m: m.grad(lambda a, b: a * b, argnums=(0, -2))(1.0, 2.0), TypeError, ""),
     ("grad_complex_output", lambda m: m.grad(lambda x: x * 1j)(1.0), TypeError, "holomorphic=True"),
     ("grad_holomorphic_real_input", lambda m: m.grad(lambda x: x, holomorphic=True)(1.0), TypeError,
      "holomorphic=True requires inputs with complex dtype"),

@@ -213,7 +213,10 @@ def _argnums(argnums, nargs, who):
         raise TypeError(f"{who}: differentiating with respect to argnums={argnums!r} requires at "
                         f"least {need} positional arguments to be passed by the caller, but got "
                         f"only {nargs} positional arguments")
-    return single, tuple(int(a) % nargs for a in nums)
+    positions = tuple(int(a) % nargs for a in nums)
+    if len(set(positions)) != len(positions):   # jax fails on it too (a TypeError)
+        raise TypeError(f"{who}: argnums={argnums!r} names an argument more than once")
+    return single, positions
 
 
 def _check_input(x, where, who, holomorphic=False, allow_int=False, forward=False):
