@@ -317,9 +317,20 @@ def check_compiled_case(case, res, ref, xs, ts, msg):
     for a, b in zip(ins, g):   # grad of sum(sin(f)) is the vjp of cos(f)
         np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-13, err_msg=msg)
     for a, b in zip(leaves(res), leaves(ref)):   # compiled == eager
+        a, b = float0_as_zeros(a, b), float0_as_zeros(b, a)
         assert np.shape(a) == np.shape(b) and np.asarray(a).dtype == np.asarray(b).dtype, \
             f"{msg}: compiled {np.shape(a)} but eager {np.shape(b)}"
-        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-13, err_msg=msg)
+        if a.dtype != dynjax.float0:   # float0 arrays hold no data
+            np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-13, err_msg=msg)
+
+
+def float0_as_zeros(a, like):
+    """The float0 tangent of an integer output (eager, static shape) as the zeros of the
+    integer dtype it is under qjit with a dynamic shape (float0 has static shapes only)."""
+    a, like = np.asarray(a), np.asarray(like)
+    if a.dtype == dynjax.float0 and like.dtype != dynjax.float0:
+        return np.zeros(a.shape, like.dtype)
+    return a
 
 
 @pytest.mark.parametrize("group", range(len(GROUPS)))
@@ -734,27 +745,27 @@ def test_errors():
         grad(lambda x: (jnp.sum(x), jnp.sum(x)))(x)
     with pytest.raises(TypeError, match="scalar"):
         dynjax.qjit(grad(jnp.sin), abstracted_axes={0: "n"})(x)
-    with pytest.raises(TypeError, match="floating-point"):
+    with pytest.raises(TypeError, match="real- or complex-valued inputs.*allow_int"):
         grad(lambda k: k * 2.0)(3)
-    with pytest.raises(TypeError, match="floating-point"):
+    with pytest.raises(TypeError, match="real- or complex-valued inputs.*allow_int"):
         grad(lambda x, k: jnp.sum(x) * k, argnums=1)(x, np.array(2))
-    with pytest.raises(TypeError, match="floating-point"):
+    with pytest.raises(TypeError, match="real-valued outputs"):
         value_and_grad(lambda x: jnp.sum(x > 1.0))(x)
-    with pytest.raises(TypeError, match="complex"):
-        grad(lambda z: jnp.real(z))(np.complex128(1 + 2j))
-    with pytest.raises(ValueError, match="out of range"):
+    with pytest.raises(TypeError, match="holomorphic=True requires outputs with complex dtype"):
+        grad(lambda z: jnp.real(z), holomorphic=True)(np.complex128(1 + 2j))
+    with pytest.raises(TypeError, match="requires at least 2 positional arguments"):   # as JAX
         grad(lambda x: jnp.sum(x), argnums=1)(x)
     with pytest.raises(ValueError, match="at least one"):
         grad(lambda x: jnp.sum(x), argnums=())(x)
     with pytest.raises(TypeError, match="function"):
         grad(3)
     _, pullback = vjp(jnp.sin, x)
-    with pytest.raises(TypeError, match="cotangent"):
+    with pytest.raises(ValueError, match="VJP function: got f64\\[3\\], but expected f64\\[2\\]"):   # as JAX
         pullback(np.ones(3))
-    with pytest.raises(TypeError, match="structure"):
+    with pytest.raises(ValueError, match="structure"):
         pullback((np.ones(2), np.ones(2)))
     _, f_jvp = dynjax.linearize(jnp.sin, x)
-    with pytest.raises(TypeError, match="tangent"):
+    with pytest.raises(ValueError, match="tangent"):
         f_jvp(np.ones(3))
 
 

@@ -11,7 +11,9 @@ Arguments are pytrees of arrays and Python scalars; ``static_argnums`` /
 ``static_argnames`` arguments are baked into the trace (they must be hashable). When
 every parameter is annotated (``sz: int``, ``x: float``, ``ShapeDtypeStruct((None, 3))``)
 the function is traced ahead of time, at decoration; ``None`` axes are dynamic. Called
-inside another trace, a ``qjit`` function is inlined into the caller.
+inside another trace or by a transformation (``grad(qjit(f))``), a ``qjit`` function is
+inlined into the caller: its jaxpr, traced once per abstract signature, is evaluated under the
+caller's interpreters (``QJIT._call_inlined``).
 """
 from __future__ import annotations
 
@@ -24,9 +26,9 @@ from typing import Callable, Dict, Optional
 import numpy as np
 
 from .core import pytree
-from .core.avals import is_inexact_dtype, is_integer_dtype
+from .core.avals import is_inexact_dtype, is_integer_dtype, same_dim
 from .core.errors import api_boundary, user_error, user_stacklevel
-from .core.trace import Tracer, is_tracing
+from .core.trace import Tracer, is_tracing, typeof
 from .execution import explain
 from .execution.lru import BoundedCache, check_cache_size, default_cache_size
 from .execution.program import Program, Stats
@@ -137,12 +139,14 @@ class QJIT:
         self.cache_size = default_cache_size() if cache_size is None else check_cache_size(cache_size)
         self.stats = Stats(self.cache_size)
         self.traces = 0
+        self.inlined_traces = 0   # traces inlined into a caller's trace (_call_inlined)
         self.calls = 0
         # Bounded, thread-safe caches (execution/lru.py). Each call reads them, never writes
         # per-call state on shared objects.
         self._by_abstract = BoundedCache(self.cache_size)   # abstract signature -> _Entry
         self._by_concrete = BoundedCache(self.cache_size)   # concrete leaf signature -> _Entry
         self._fast = BoundedCache(self.cache_size, executables=True)   # fast key -> (entry, executable, ...): see __call__
+        self._inlined = BoundedCache(self.cache_size)   # abstract signature -> TracedFunction (_call_inlined)
         self._fast_hit = self._fast._data.get          # its lookup without the recency update
         self._last: Optional[_Entry] = None   # introspection only (f.jaxpr): the latest call's trace
         self._aot_leaves = None
@@ -223,9 +227,41 @@ class QJIT:
 
     def _abstract_key(self, args, kwargs, static_kwargs=()):
         """The cache key of a trace: structures, dtypes, shapes with abstracted axes erased,
-        and the static arguments."""
+        and the static arguments. The one keying rule of every call path: called with values
+        of an enclosing interpreter (``grad(f)``, ``vmap(f)``, a nested ``qjit``), a dim those
+        values leave symbolic is erased too (labelled by its first occurrence, so that shared
+        dims stay shared)."""
+        return self._signature_leaves(args, kwargs, static_kwargs)[0]
+
+    def _signature_leaves(self, args, kwargs, static_kwargs=()):
+        """``(key, leaves, avals, axis_names)``: the abstract key (``_abstract_key``) and, per
+        flat argument leaf (keyword arguments last), its aval and its dynamic axes
+        ``{axis: name}`` (abstracted axes, and dims left symbolic by an enclosing trace)."""
         dyn = self._dynamic_args(args)
         specs = _per_arg_specs(self._effective_axes(len(dyn)), len(dyn))
+        traced_dims: list = []   # the distinct symbolic dims seen, in order
+
+        def dim_label(d):
+            for k, seen in enumerate(traced_dims):
+                if same_dim(seen, d):
+                    return f"__traced_{k}"
+            traced_dims.append(d)
+            return f"__traced_{len(traced_dims) - 1}"
+
+        def leaf_entry(x, spec, where):
+            aval = typeof(x) if isinstance(x, Tracer) else leaf_aval(x, where)
+            names = _axis_names(spec, aval.ndim, where)
+            for ax, d in enumerate(aval.shape):
+                if not isinstance(d, (int, np.integer)):
+                    names[ax] = dim_label(d)
+            shape = tuple(("dyn", names[ax]) if ax in names else d for ax, d in enumerate(aval.shape))
+            all_leaves.append(x)
+            all_avals.append(aval)
+            all_names.append(names)
+            # a weakly typed value (a Python scalar, or a tracer of one) promotes differently
+            return aval.dtype, shape, type(x) in (int, float, bool) or (isinstance(x, Tracer) and aval.weak_type)
+
+        all_leaves, all_avals, all_names = [], [], []
         parts = []
         for k, a in enumerate(dyn):
             leaves, tree = pytree.tree_flatten(a)
@@ -233,16 +269,12 @@ class QJIT:
             items = []
             for j, (x, spec) in enumerate(zip(leaves, spec_leaves)):
                 where = f"argument {self._position(k)}" + (f" (leaf {j})" if len(leaves) > 1 else "")
-                aval = leaf_aval(x, where)
-                names = _axis_names(spec, aval.ndim, where)
-                shape = tuple(("dyn", n) if ax in names else d for ax, (d, n) in
-                              enumerate(zip(aval.shape, [names.get(i) for i in range(aval.ndim)])))
-                items.append((aval.dtype, shape, type(x) in (int, float, bool)))
+                items.append(leaf_entry(x, spec, where))
             parts.append((tree, tuple(items)))
         statics = tuple(_hashable(args[i], i) for i in self.static_argnums if i < len(args))
         kw_leaves, kw_tree = pytree.tree_flatten(kwargs)
-        kw = (kw_tree, tuple((leaf_aval(x, "keyword argument").dtype, np.shape(x)) for x in kw_leaves))
-        return (tuple(parts), statics, kw, static_kwargs)
+        kw = (kw_tree, tuple(leaf_entry(x, None, "keyword argument")[:2] for x in kw_leaves))
+        return (tuple(parts), statics, kw, static_kwargs), all_leaves, all_avals, all_names
 
     def _position(self, k):
         """The position among all arguments of the k-th non-static argument."""
@@ -304,9 +336,9 @@ class QJIT:
 
     def _call(self, *args, **kwargs):
         if is_tracing() or _has_tracer((args, kwargs)):
-            # nested qjit, or called by a transformation (grad(qjit(f))): run the function
-            # itself under the caller's interpreters (inlined into its trace)
-            return self.fun(*args, **kwargs)
+            # nested qjit, or called by a transformation (grad(qjit(f))): the function's
+            # jaxpr, traced once per abstract signature, inlined into the caller's trace
+            return self._call_inlined(args, kwargs)
         self._check_call(args, kwargs)
         args, kwargs, static_kwargs = self._bind_kwargs(args, kwargs)
         args = self._lists_as_arrays(args)
@@ -340,6 +372,47 @@ class QJIT:
         if exe is not None and not kwargs:
             self._register_fast(entry, exe, args)
         return out
+
+    def _call_inlined(self, args, kwargs):
+        """A call with values of enclosing interpreters (``grad(qjit(f))``, ``vmap``, a
+        ``qjit`` function called inside another trace): evaluate the function's jaxpr under
+        those interpreters, so that the transformation applies to it. The jaxpr is traced once
+        per abstract signature (``_abstract_key``: the same rule as a top-level call; dims the
+        caller leaves symbolic are dynamic axes of the trace) and cached, so repeated calls do
+        not run the Python function again.
+
+        Not cached: a trace that closes over values of an enclosing transformation (they
+        differ per call). A function that needs concrete values of its arguments (Python
+        control flow on them, numpy indexing by a batched index) runs directly under the
+        caller's interpreters, as a plain Python function would."""
+        from .core.interpret import eval_jaxpr
+        from .core.trace import ConcretizationError
+        from .transforms.members import MembersNeeded
+        self._check_call(args, kwargs)
+        args, kwargs, static_kwargs = self._bind_kwargs(args, kwargs)
+        args = self._lists_as_arrays(args)
+        key, leaves, avals, names = self._signature_leaves(args, kwargs, static_kwargs)
+        try:
+            hash(key)
+        except TypeError:
+            key = None
+        traced = self._inlined.get(key) if key is not None else None
+        if traced is None:
+            fun = (functools.partial(self.fun, **{n: v for n, (_, v) in static_kwargs})
+                   if static_kwargs else self.fun)
+            try:
+                traced = trace_function(fun, args, kwargs, self.static_argnums, avals=avals,
+                                        given_leaf_specs=names)
+            except (ConcretizationError, MembersNeeded):
+                return self.fun(*args, **kwargs)
+            self.inlined_traces += 1
+            if key is not None and not any(isinstance(c, Tracer) for c in traced.closed_jaxpr.consts):
+                self._inlined.put(key, traced)
+        sig, closed = traced.signature, traced.closed_jaxpr
+        dims = [_common_dim(sig, occ, avals) for occ in sig.dim_sources]
+        outs = eval_jaxpr(closed.jaxpr, closed.consts, *dims, *leaves)
+        explicit = [o for o, e in zip(outs, closed.jaxpr.out_explicit) if e]
+        return pytree.tree_unflatten(traced.out_tree, explicit)
 
     def _check_call(self, args, kwargs):
         """Arguments that do not fit the function's parameters: a TypeError naming it."""
@@ -571,10 +644,12 @@ class QJIT:
         ``execution.tiers``), and the background work: ``exact_compilations`` exact
         executables made for recurring sizes and ``exact_calls_served`` the calls they served,
         ``queued_jobs`` this function's jobs waiting for the compile thread now and
-        ``dropped_jobs`` those the full queue dropped."""
+        ``dropped_jobs`` those the full queue dropped. ``inlined_traces`` counts the traces
+        made for calls inside another trace or transformation (inlined, not compiled)."""
         from .execution import tiers
         s = self.stats
-        return {"calls": self.calls, "traces": self.traces, "lowerings": s.lowerings,
+        return {"calls": self.calls, "traces": self.traces, "inlined_traces": self.inlined_traces,
+                "lowerings": s.lowerings,
                 "specializations": s.specializations, "compilations": s.compilations,
                 "padded_compilations": s.padded_compilations,
                 "background_compilations": s.background_compilations,
@@ -599,6 +674,19 @@ class _ProgramCall:
         dtypes = self.dtypes
         leaves = [x if type(x) is np.ndarray else np.asarray(x, dtypes[i]) for i, x in enumerate(args)]
         return self.program.run(self.dims + leaves)
+
+
+def _common_dim(sig, occurrences, avals):
+    """The value of one dynamic axis of an inlined trace: the size (an int, or a dim of the
+    enclosing trace) its occurrences share; a ValueError when concrete sizes differ."""
+    (li, ax), rest = occurrences[0], occurrences[1:]
+    d = avals[li].shape[ax]
+    for lj, bx in rest:
+        e = avals[lj].shape[bx]
+        if not same_dim(d, e) and isinstance(d, (int, np.integer)) and isinstance(e, (int, np.integer)):
+            raise ValueError(f"abstracted axis has size {d} in axis {ax} of {sig.leaf_where[li]} but "
+                             f"size {e} in axis {bx} of {sig.leaf_where[lj]}")
+    return d
 
 
 def _is_array_annotation(ann) -> bool:

@@ -19,7 +19,7 @@ import numpy as np
 from .core import pytree
 from .core.errors import api_boundary
 from .core.trace import Tracer, typeof  # noqa: F401  (re-exported as dynjax.typeof)
-from .tracing import ShapeDtypeStruct, input_signature, trace_flat
+from .tracing import ShapeDtypeStruct, float0_as_structure, input_signature, result_shapes, trace_flat
 
 __all__ = ["eval_shape", "typeof", "block_until_ready", "device_put", "device_get", "jit"]
 
@@ -40,15 +40,10 @@ def eval_shape(fun: Callable, *args, **kwargs):
 
     def fun_flat(*explicit):
         a, kw = pytree.tree_unflatten(in_tree, explicit)
-        return pytree.tree_flatten(fun(*a, **kw))
+        return pytree.tree_flatten(float0_as_structure(fun(*a, **kw)))
 
     closed, out_tree = trace_flat(fun_flat, sig.in_type, sig.dim_names)
-    jaxpr = closed.jaxpr
-    outs = [v.aval for v, e in zip(jaxpr.outvars, jaxpr.out_explicit) if e]
-    return pytree.tree_unflatten(out_tree, [
-        ShapeDtypeStruct(tuple(d if isinstance(d, (int, np.integer)) else None for d in a.shape), a.dtype,
-                         weak_type=a.weak_type)
-        for a in outs])
+    return result_shapes(closed, out_tree)
 
 
 def block_until_ready(x):

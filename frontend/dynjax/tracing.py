@@ -24,7 +24,7 @@ import numpy as np
 
 from .core import pytree
 from .core.avals import (SUPPORTED_DTYPES, DBIdx, ShapedArray, bool_, canonical_dtype, complex128, dim_aval,
-                         float64, int64, make_aval)
+                         float0, float64, int64, make_aval)
 from .core.errors import api_boundary
 from .core.expansion import expand_outputs, parse_input_type
 from .core.jaxpr import ClosedJaxpr
@@ -233,6 +233,32 @@ def trace_flat(fun_flat: Callable, in_type, dim_names=()) -> Tuple[ClosedJaxpr, 
     return ClosedJaxpr(jaxpr, consts), out_tree
 
 
+class _Float0Result:
+    """A float0 array among a traced function's results. It holds no data, so it is part of
+    the result's structure (a pytree node with no children, its shape the node's data), not
+    an output of the jaxpr: unflattening the structure gives back the float0 array."""
+    __slots__ = ("shape",)
+
+    def __init__(self, shape):
+        self.shape = shape
+
+
+pytree.register_pytree_node(_Float0Result, lambda r: ((), r.shape),
+                            lambda shape, _: np.zeros(shape, float0))
+
+
+def float0_as_structure(out):
+    """``out`` with each float0 array leaf made part of its structure (``_Float0Result``)."""
+    def convert(x):
+        if isinstance(x, (np.ndarray, np.generic)) and x.dtype == float0:
+            return _Float0Result(tuple(x.shape))
+        return x
+    leaves, tree = pytree.tree_flatten(out)
+    if not any(isinstance(x, (np.ndarray, np.generic)) and x.dtype == float0 for x in leaves):
+        return out
+    return pytree.tree_unflatten(tree, [convert(x) for x in leaves])
+
+
 def _check_result(x, i: int, out_tree) -> None:
     """A returned leaf must be an array or a number: say which one is not."""
     if isinstance(x, (Tracer, bool, int, float, complex)):
@@ -270,8 +296,10 @@ class TracedFunction:
 
 def trace_function(fun: Callable, args: Sequence[Any], kwargs: Dict[str, Any], static_argnums=(),
                    abstracted_axes=None, avals: Optional[Sequence[ShapedArray]] = None,
-                   check_shared: bool = False) -> TracedFunction:
-    """Trace ``fun(*args, **kwargs)``; static args are baked in, the rest become inputs."""
+                   check_shared: bool = False, given_leaf_specs=None) -> TracedFunction:
+    """Trace ``fun(*args, **kwargs)``; static args are baked in, the rest become inputs.
+    ``avals`` (one per flat leaf) replaces the leaves' own types (for values of an enclosing
+    trace), ``given_leaf_specs`` the abstracted-axes specs (one ``{axis: name}`` per leaf)."""
     static = set(normalize_static_argnums(static_argnums, len(args)))
     dyn_positions = [i for i in range(len(args)) if i not in static]
     specs = _per_arg_specs(abstracted_axes, len(dyn_positions))
@@ -290,6 +318,8 @@ def trace_function(fun: Callable, args: Sequence[Any], kwargs: Dict[str, Any], s
         leaves.append(leaf)
         leaf_specs.append(None)
         leaf_where.append("keyword argument")
+    if given_leaf_specs is not None:   # one {axis: name} per flat leaf (qjit's inlined calls)
+        leaf_specs = list(given_leaf_specs)
     sig = input_signature(leaves, leaf_specs, leaf_where, avals, check_shared)
     counts = [t.num_leaves for t in trees]
 
@@ -301,7 +331,7 @@ def trace_function(fun: Callable, args: Sequence[Any], kwargs: Dict[str, Any], s
             pos += counts[k]
         call_kwargs = pytree.tree_unflatten(kw_tree, explicit[pos:])
         out = fun(*call_args, **call_kwargs)
-        return pytree.tree_flatten(out)
+        return pytree.tree_flatten(float0_as_structure(out))
 
     closed, out_tree = trace_flat(fun_flat, sig.in_type, sig.dim_names)
     return TracedFunction(closed, out_tree, sig, (tuple(trees), kw_tree), tuple(sorted(static)))
@@ -354,20 +384,56 @@ def named_lists_as_arrays(args: Sequence[Any], static_argnums, abstracted_axes) 
     return tuple(out)
 
 
-def make_jaxpr(fun: Callable, static_argnums=None, abstracted_axes=None):
-    """Return a function that traces ``fun`` and gives its ``ClosedJaxpr``.
+def make_jaxpr(fun: Callable, static_argnums=(), axis_env=None, return_shape: bool = False,
+               abstracted_axes=None):
+    """Return a function that traces ``fun`` and gives its ``ClosedJaxpr`` (JAX's signature,
+    plus dynjax's ``abstracted_axes``).
 
-    ``make_jaxpr(f)(3)`` traces ``f`` with an ``i64[]`` input; with
-    ``abstracted_axes={0: 'n'}`` the leading axis of every array argument becomes the
-    same dynamic dimension ``n`` (one implicit input).
+    ``make_jaxpr(f)(3)`` traces ``f`` with an ``i64[]`` input. ``static_argnums`` (an int or
+    a tuple; negative positions count from the end) are passed through as Python values and
+    baked in. With ``return_shape=True`` the result is ``(closed_jaxpr, shapes)``, ``shapes``
+    a pytree of ``ShapeDtypeStruct`` of ``fun``'s output (a dynamic dim is ``None``). With
+    ``abstracted_axes={0: 'n'}`` the leading axis of every array argument becomes the same
+    dynamic dimension ``n`` (one implicit input). ``axis_env`` (``[(name, size), ...]``) is
+    accepted for JAX compatibility: dynjax has no collectives over named axes.
     """
+    if not callable(fun):
+        raise TypeError(f"make_jaxpr: expected a function, got {type(fun).__name__}")
+    if axis_env is not None:
+        for entry in axis_env:
+            if not (isinstance(entry, (tuple, list)) and len(entry) == 2 and isinstance(entry[1], (int, np.integer))):
+                raise TypeError(f"make_jaxpr: axis_env must be a sequence of (name, size) pairs, got "
+                                f"{axis_env!r}")
+    if static_argnums is not None and not isinstance(static_argnums, (int, np.integer)):
+        if not all(isinstance(i, (int, np.integer)) for i in static_argnums):
+            raise TypeError(f"make_jaxpr: static_argnums must be an int or a sequence of ints, got "
+                            f"{static_argnums!r}")
+
     @api_boundary
     def traced(*args, **kwargs):
-        args = named_lists_as_arrays(args, static_argnums, abstracted_axes)
-        return trace_function(fun, args, kwargs, static_argnums, abstracted_axes,
-                              check_shared=True).closed_jaxpr
+        statics = normalize_static_argnums(static_argnums, len(args))
+        bad = [i for i in statics if not 0 <= i < len(args)]
+        if bad:
+            raise ValueError(f"make_jaxpr: static_argnums {bad[0]} is out of range for "
+                             f"{len(args)} positional arguments")
+        args = named_lists_as_arrays(args, statics, abstracted_axes)
+        result = trace_function(fun, args, kwargs, statics, abstracted_axes, check_shared=True)
+        if return_shape:
+            return result.closed_jaxpr, result_shapes(result.closed_jaxpr, result.out_tree)
+        return result.closed_jaxpr
     traced.__name__ = f"make_jaxpr({getattr(fun, '__name__', 'fun')})"
     return traced
+
+
+def result_shapes(closed: ClosedJaxpr, out_tree):
+    """The explicit results of a trace as a pytree of ``ShapeDtypeStruct`` (a dim that is not
+    a constant of the trace is ``None``)."""
+    jaxpr = closed.jaxpr
+    outs = [v.aval for v, e in zip(jaxpr.outvars, jaxpr.out_explicit) if e]
+    return pytree.tree_unflatten(out_tree, [
+        ShapeDtypeStruct(tuple(d if isinstance(d, (int, np.integer)) else None for d in a.shape), a.dtype,
+                         weak_type=a.weak_type)
+        for a in outs])
 
 
 def implicit_values(sig: InputSignature, leaves: Sequence[Any]) -> List[int]:

@@ -72,4 +72,4 @@ try:
     dynjax.grad(lambda x: x * 2.0)(np.ones(3))
 except TypeError as e:
     print("TypeError:", e)
-# CHECK: TypeError: grad: the function must return a scalar (a 0-d array), got f64[3]; use vjp or jacrev for a non-scalar output
+# CHECK: TypeError: grad: gradient only defined for scalar-output functions. Output had shape f64[3]; use vjp or jacrev for a non-scalar output

@@ -27,6 +27,9 @@ uint8, uint16, uint32, uint64 = (np.dtype(f"uint{b}") for b in (8, 16, 32, 64))
 float16, float32, float64 = (np.dtype(f"float{b}") for b in (16, 32, 64))
 bfloat16 = np.dtype(ml_dtypes.bfloat16)
 complex64, complex128 = np.dtype("complex64"), np.dtype("complex128")
+#: JAX's ``float0``: the tangent / cotangent type of integer and bool values (no data; not a
+#: dtype programs compute with, so not in the catalogue below)
+float0 = np.dtype([("float0", np.void, 0)])
 
 # Every dtype dynjax computes with: (dtype, printed name as JAX prints it, category).
 _CATALOGUE = (

@@ -22,7 +22,6 @@ keeping their values.
 """
 from __future__ import annotations
 
-import numbers
 import operator
 from typing import Any, List, Sequence
 
@@ -30,10 +29,9 @@ import numpy as np
 
 from ...control_flow.primitives import carry_fixpoint, dim_positions
 from ...core import named_axes
-from ...core.avals import same_dim
-from ...core.errors import api_boundary
+from ...core.avals import float0
 from ...core.primitive import Primitive, batching_rules
-from ...core.pytree import tree_flatten, tree_unflatten
+from ...core.pytree import tree_flatten
 from ...core.trace import EscapedTracerError, Trace, Tracer, bind, new_trace, next_level, typeof
 from ...lax import api as lax
 from ...lax import effects as P_effects
@@ -597,42 +595,8 @@ _register_control_flow()
 
 
 # ----------------------------------------------------------------------------------------------
-# The user-level function
+# The entry point of the interpreter (the user-level ``vmap`` is in ``axes.py``)
 # ----------------------------------------------------------------------------------------------
-def _normalize_axis(ax, ndim, where):
-    if ax is None:
-        return None
-    if not isinstance(ax, numbers.Integral):
-        raise TypeError(f"vmap: {where} must be an int or None, got {ax!r}")
-    if not -ndim <= ax < ndim:
-        raise ValueError(f"vmap: {where} = {ax} is out of range for an array of rank {ndim}")
-    return int(ax) % ndim
-
-
-def _broadcast_prefix(prefix, tree_value, what):
-    """The leaves of ``prefix`` (a pytree prefix of ``tree_value``'s structure) repeated over
-    the leaves of each subtree of ``tree_value``: one axis per leaf."""
-    leaves, tree = tree_flatten(tree_value)
-    if isinstance(prefix, (numbers.Integral, type(None))):
-        return [prefix] * len(leaves)
-    if isinstance(prefix, (tuple, list)) and isinstance(tree_value, (tuple, list)):
-        if len(prefix) != len(tree_value):
-            raise ValueError(f"vmap: {what} has {len(prefix)} entries but there are {len(tree_value)} "
-                             "values")
-        out = []
-        for p, v in zip(prefix, tree_value):
-            out += _broadcast_prefix(p, v, what)
-        return out
-    if isinstance(prefix, dict) and isinstance(tree_value, dict):
-        if set(prefix) != set(tree_value):
-            raise ValueError(f"vmap: {what} has keys {sorted(prefix)} but the value has {sorted(tree_value)}")
-        out = []
-        for k in sorted(tree_value):
-            out += _broadcast_prefix(prefix[k], tree_value[k], what)
-        return out
-    raise ValueError(f"vmap: {what} {prefix!r} does not match the structure {tree}")
-
-
 def vmap_flat(fun, size, vals: Sequence[Any], dims: Sequence[Any], axis_name=None):
     """Run ``fun`` on batches: ``vals[i]`` has its batch axis at ``dims[i]`` (None: shared);
     collectives over ``axis_name`` act across the batch. Returns ``(out_leaves, out_dims,
@@ -655,83 +619,13 @@ def vmap_flat(fun, size, vals: Sequence[Any], dims: Sequence[Any], axis_name=Non
                     outs.append(o.val)
                     out_dims.append(o.bdim)
                 else:
-                    typeof(o)
+                    if not (isinstance(o, np.ndarray) and o.dtype == float0):
+                        typeof(o)   # an array or a number (a float0 value holds no data)
                     outs.append(o)
                     out_dims.append(None)
     if needed is not None:   # numpy indexing by a batched index: one call per member
         return run_members(fun, size, vals, dims, needed)
     return outs, out_dims, tree
-
-
-def vmap(fun, in_axes=0, out_axes=0, axis_name=None, axis_size=None, spmd_axis_name=None):
-    """Vectorize ``fun`` over an axis of its arguments (JAX's semantics).
-
-    ``in_axes``: an int, None (not batched) or a pytree prefix of the positional arguments
-    (a tuple with one entry per argument) giving each leaf's batch axis; negative axes count
-    from the end. ``out_axes``: where the batch axis goes in each output (None: the output
-    must be the same for every member). ``axis_size``: the batch size when no argument is
-    batched. The batch size may be dynamic (an abstracted axis, or an int argument under
-    ``qjit``): one trace serves every batch size. ``axis_name`` names the mapped axis for the
-    collectives of ``dynjax.lax`` (``psum``, ``all_gather``, ``axis_index``...);
-    ``spmd_axis_name`` is accepted (it matters only for sharded programs).
-    """
-    if not callable(fun):
-        raise TypeError(f"vmap: the first argument must be a function, got {type(fun).__name__}")
-
-    @api_boundary
-    def vmapped(*args, **kwargs):
-        if kwargs:   # keyword arguments are batched along their axis 0 (as in JAX)
-            names = sorted(kwargs)
-            n_pos = len(args)
-
-            def positional(*all_args):
-                return fun(*all_args[:n_pos], **dict(zip(names, all_args[n_pos:])))
-            spec = in_axes if isinstance(in_axes, (tuple, list)) else (in_axes,) * n_pos
-            return vmap(positional, tuple(spec) + (0,) * len(names), out_axes, axis_name, axis_size)(
-                *args, *[kwargs[k] for k in names])
-        if isinstance(in_axes, list):
-            axes_spec = tuple(in_axes)
-        else:
-            axes_spec = in_axes
-        if isinstance(axes_spec, tuple) and len(axes_spec) != len(args):
-            raise ValueError(f"vmap: in_axes has {len(axes_spec)} entries but the function got "
-                             f"{len(args)} positional arguments")
-        leaves, tree = tree_flatten(args)
-        axes = _broadcast_prefix(axes_spec, args, "in_axes")
-        dims, size = [], axis_size
-        for k, (x, ax) in enumerate(zip(leaves, axes)):
-            a = typeof(x)
-            ax = _normalize_axis(ax, a.ndim, f"in_axes for argument leaf {k}") if ax is not None else None
-            if ax is not None and a.ndim == 0:
-                raise ValueError(f"vmap: argument leaf {k} is a scalar; it has no axis {ax} to map over")
-            dims.append(ax)
-            if ax is not None:
-                n = a.shape[ax]
-                if size is None:
-                    size = n
-                elif not same_dim(size, n):
-                    raise ValueError(f"vmap: the mapped axes have different sizes: {size} and {n} "
-                                     f"(argument leaf {k}, axis {ax})")
-        if size is None:
-            raise ValueError("vmap: no argument is mapped (all in_axes are None); give axis_size")
-        leaves = [np.asarray(x) if isinstance(x, (list, tuple)) else x for x in leaves]
-        outs, out_dims, out_tree = vmap_flat(lambda *xs: fun(*tree_unflatten(tree, xs)), size, leaves, dims,
-                                             axis_name)
-        out_struct = tree_unflatten(out_tree, outs)
-        o_axes = _broadcast_prefix(out_axes, out_struct, "out_axes")
-        results = []
-        for k, (o, d, ax) in enumerate(zip(outs, out_dims, o_axes)):
-            if ax is None:
-                if d is not None:
-                    raise ValueError(f"vmap: output {k} differs across the batch but its out_axes is None")
-                results.append(o)
-                continue
-            o = to_front(o, d, size)
-            ax = _normalize_axis(ax, typeof(o).ndim, f"out_axes for output {k}")
-            results.append(move_axis(o, 0, ax))
-        return tree_unflatten(out_tree, results)
-    vmapped.__name__ = f"vmap({getattr(fun, '__name__', 'f')})"
-    return vmapped
 
 
 # The rules of other primitive families live in modules of this package, one per
@@ -747,3 +641,4 @@ from . import bits as _bits  # noqa: E402,F401
 from . import prng as _prng  # noqa: E402,F401
 from . import barrier as _barrier  # noqa: E402,F401
 from . import collectives as _collectives  # noqa: E402,F401  (psum, all_gather, ...: named axes)
+from .axes import vmap  # noqa: E402  (the user-level function: in_axes / out_axes, errors)

@@ -31,7 +31,7 @@ from typing import Any, List
 
 import numpy as np
 
-from ...core.avals import (ShapedArray, is_complex_dtype, is_inexact_dtype, same_dim)
+from ...core.avals import (ShapedArray, float0, is_complex_dtype, is_inexact_dtype, same_dim)
 from ...core.errors import api_boundary
 from ...core.primitive import Primitive, jvp_rules
 from ...core.pytree import TreeDef, tree_flatten, tree_unflatten
@@ -611,73 +611,112 @@ def _same_shape(a: ShapedArray, b: ShapedArray) -> bool:
     return len(a.shape) == len(b.shape) and all(same_dim(p, q) for p, q in zip(a.shape, b.shape))
 
 
+def _dtype_error(pa, expected, got):
+    return TypeError(
+        "jvp: primal and tangent arguments to jvp do not match; dtypes must be equal, or in case "
+        f"of int/bool primal dtype the tangent dtype must be float0. Got primal dtype {pa} and so "
+        f"expected tangent dtype {expected}, but got tangent dtype {got} instead.")
+
+
 def _check_tangent(primal, tangent, where: str):
     """The tangent to start from for one input leaf, or None for an integer / bool primal (which
-    has a zero tangent). A TypeError names the argument when the pair does not match."""
+    has a zero tangent). JAX's errors name the argument when the pair does not match: a
+    ValueError for another shape, a TypeError for another dtype. An integer or bool primal
+    takes a float0 tangent (or, as dynjax also accepts, a concrete zero)."""
     pa = _aval_of(primal, f"primals{where}")
+    if isinstance(tangent, (np.ndarray, np.generic)) and tangent.dtype == float0:
+        if is_inexact_dtype(pa.dtype):
+            raise _dtype_error(pa.dtype.name, pa.dtype.name, "float0")
+        if len(tangent.shape) != pa.ndim or not all(same_dim(a, b) for a, b in zip(tangent.shape, pa.shape)):
+            raise ValueError(f"jvp called with different primal and tangent shapes; got primal shape "
+                             f"{pa.str_short()} and tangent shape {tuple(tangent.shape)} "
+                             f"(tangents{where})")
+        return None
     ta = _aval_of(tangent, f"tangents{where}")
     if not is_inexact_dtype(pa.dtype):
         if isinstance(tangent, Tracer):
-            raise TypeError(
-                f"jvp: primals{where} has the non-differentiable type {pa.str_short()}, so its "
-                f"tangent must be a concrete zero, got a traced {ta.str_short()}")
+            raise _dtype_error(pa.dtype.name, "float0", f"{ta.dtype.name} (a traced value, "
+                               f"tangents{where})")
         if (ta.shape and not _same_shape(pa, ta)) or np.any(np.asarray(tangent) != 0):
-            raise TypeError(
-                f"jvp: primals{where} has the non-differentiable type {pa.str_short()} (integer "
-                f"or bool), so its tangent must be zero (0, or zeros of its shape), got "
-                f"a non-zero {ta.str_short()}; to differentiate with respect to it, pass a "
-                "floating-point primal")
+            raise _dtype_error(pa.dtype.name, "float0", f"{ta.dtype.name} (tangents{where}; a "
+                               "concrete zero is also accepted)")
         return None
     if not _same_shape(pa, ta):
-        raise TypeError(f"jvp: tangents{where} has shape {ta.str_short()} but primals{where} has "
-                        f"{pa.str_short()}; a tangent must have its primal's shape and dtype")
+        raise ValueError(f"jvp called with different primal and tangent shapes; got primal shape "
+                         f"{pa.str_short()} and tangent shape {ta.str_short()} (primals{where}, "
+                         f"tangents{where})")
     if ta.dtype != pa.dtype:
         if not isinstance(tangent, Tracer) and isinstance(tangent, (int, float, complex)) \
                 and not isinstance(tangent, bool) and np.can_cast(np.asarray(tangent).dtype, pa.dtype, "same_kind"):
             return np.asarray(tangent, dtype=pa.dtype)   # a Python scalar takes the primal's dtype
-        raise TypeError(f"jvp: tangents{where} has dtype {ta.str_short()} but primals{where} has "
-                        f"{pa.str_short()}; a tangent must have its primal's shape and dtype")
+        raise _dtype_error(pa.dtype.name, pa.dtype.name, f"{ta.dtype.name} (tangents{where})")
     return tangent
 
 
+def _tangent_out(t):
+    """An output tangent as the user sees it: float0 zeros for an integer or bool output (of
+    static shape; zeros of its dtype when the shape is dynamic), else an array."""
+    if isinstance(t, Zero) and not is_inexact_dtype(t.aval.dtype) and all(
+            isinstance(d, int) for d in t.aval.shape):
+        return np.zeros(t.aval.shape, float0)
+    return instantiate(t)
+
+
 @api_boundary
-def jvp(fun, primals, tangents):
+def jvp(fun, primals, tangents, has_aux: bool = False):
     """Forward-mode derivative: ``(fun(*primals), J(primals) @ tangents)``.
 
     ``primals`` and ``tangents`` are tuples (or lists) of the positional arguments of ``fun``,
-    pytrees of the same structure whose leaves match in shape and dtype. Integer and bool
-    primals are not differentiable: their tangent must be zero. Returns the pair
+    pytrees of the same structure whose leaves match in shape and dtype (JAX's TypeError /
+    ValueError otherwise). Integer and bool primals are not differentiable: their tangent is a
+    ``float0`` array of their shape (a concrete zero is accepted too). Returns the pair
     ``(primal_out, tangent_out)``, two pytrees of ``fun``'s output structure; the tangent of an
-    integer or bool output is an array of zeros of its dtype.
+    integer or bool output is a ``float0`` array. With ``has_aux``, ``fun`` returns
+    ``(output, aux)`` and the result is ``(primal_out, tangent_out, aux)``.
 
     Works eagerly, under ``make_jaxpr`` / ``qjit`` (also with dynamic shapes: a tangent has the
     dims of its primal) and nested (``jvp`` of a function calling ``jvp``: higher derivatives).
     """
     if not callable(fun):
         raise TypeError(f"jvp: the first argument must be a function, got {type(fun).__name__}")
-    for name, value in (("primals", primals), ("tangents", tangents)):
-        if not isinstance(value, (tuple, list)):
-            raise TypeError(f"jvp: {name} must be a tuple or list of the function's arguments, "
-                            f"got {type(value).__name__} (write (x,) for a single argument)")
-    if len(primals) != len(tangents):
-        raise TypeError(f"jvp: got {len(primals)} primals but {len(tangents)} tangents")
-    p_leaves, p_tree = tree_flatten(tuple(primals))
-    t_leaves, t_tree = tree_flatten(tuple(tangents))
+    if not isinstance(primals, (tuple, list)) or not isinstance(tangents, (tuple, list)):
+        raise TypeError("jvp: primal and tangent arguments to jvp must be tuples or lists; found "
+                        f"{type(primals).__name__} and {type(tangents).__name__} (write (x,) for a "
+                        "single argument)")
+    p_leaves, p_tree = tree_flatten(primals)
+    t_leaves, t_tree = tree_flatten(tangents)
     if p_tree != t_tree:
-        for i, (p, t) in enumerate(zip(primals, tangents)):
-            if tree_flatten(p)[1] != tree_flatten(t)[1]:
-                raise TypeError(f"jvp: tangents[{i}] has the structure {tree_flatten(t)[1]} but "
-                                f"primals[{i}] has {tree_flatten(p)[1]}")
-        raise TypeError(f"jvp: the tangents' structure {t_tree} differs from the primals' {p_tree}")
+        raise TypeError("jvp: primal and tangent arguments to jvp must have the same tree "
+                        f"structure; primals have tree structure {p_tree} whereas tangents have "
+                        f"tree structure {t_tree}")
     names = _leaf_names(p_tree, "")
     starts = [_check_tangent(p, t, w) for p, t, w in zip(p_leaves, t_leaves, names)]
 
     out_tree_box: list = []
-    primal_out, tangent_out = jvp_flat(lambda *xs: fun(*tree_unflatten(p_tree, xs)), p_leaves,
+    aux_box: list = []
+
+    def flat(*xs):
+        out = fun(*tree_unflatten(p_tree, xs))   # a tuple or list: the positional arguments
+        if not has_aux:
+            return out
+        if not isinstance(out, tuple) or len(out) != 2:
+            raise TypeError("jvp(has_aux=True): the function must return a pair (output, aux), got "
+                            f"{type(out).__name__}")
+        # aux is not differentiated: its values of this jvp's trace lose their tangents
+        mine = {id(x._trace) for x in xs if isinstance(x, JVPTracer)}
+        aux_leaves, aux_tree = tree_flatten(out[1])
+        aux_box.append((aux_tree, [x.primal if isinstance(x, JVPTracer) and id(x._trace) in mine else x
+                                   for x in aux_leaves]))
+        return out[0]
+
+    primal_out, tangent_out = jvp_flat(flat, p_leaves,
                                        [Zero(typeof(p)) if t is None else t for p, t in zip(p_leaves, starts)],
                                        out_tree_box)
     out_tree = out_tree_box[0]
-    return tree_unflatten(out_tree, primal_out), tree_unflatten(out_tree, [instantiate(t) for t in tangent_out])
+    result = (tree_unflatten(out_tree, primal_out), tree_unflatten(out_tree, [_tangent_out(t) for t in tangent_out]))
+    if has_aux:
+        return result + (tree_unflatten(aux_box[0][0], aux_box[0][1]),)
+    return result
 
 
 def jvp_flat(fun, primals, tangents, out_tree_box=None):
@@ -700,6 +739,8 @@ def jvp_flat(fun, primals, tangents, out_tree_box=None):
         for o in out_leaves:
             if isinstance(o, Tracer) and o._trace is trace:
                 outs.append((o.primal, o.tangent))
+            elif isinstance(o, np.ndarray) and o.dtype == float0:
+                outs.append((o, o))   # a float0 value (an integer's gradient): its own tangent
             else:
                 _aval_of(o, "an output of the function")
                 outs.append((o, _zero_like(o)))
