@@ -490,7 +490,7 @@ def test_custom_vjp_jacrev_and_second_derivative():
 
 def test_custom_vjp_forward_mode_is_a_type_error():
     x = np.ones(3)
-    msg = "forward-mode differentiation .* custom_vjp"
+    msg = r"can.t apply forward-mode autodiff \(jvp\) to a custom_vjp function"
     with pytest.raises(TypeError, match=msg):
         dynjax.jvp(clipped_loss, (x,), (x,))
     with pytest.raises(TypeError, match=msg):
