@@ -117,6 +117,12 @@ def _custom_lin_impl(*operands, **params):
     raise TypeError(FORWARD_ERROR)
 
 
+def _custom_lin_jvp(primals, tangents, **params):
+    """Forward mode applied to the linear part of a ``custom_vjp`` function (the outer
+    derivative of ``jvp`` of it): the same error as the ``jvp`` itself."""
+    raise TypeError(FORWARD_ERROR)
+
+
 def _custom_lin_lowering(ctx, eqn, *args, **params):
     raise CustomVJPForwardError(FORWARD_ERROR)
 
@@ -136,5 +142,6 @@ def _custom_lin_transpose(cts, *operands, num_res, num_out, res_tree, rules):
 
 abstract_eval_rules[custom_lin_p] = _custom_lin_abstract
 impl_rules[custom_lin_p] = _custom_lin_impl
+jvp_rules[custom_lin_p] = _custom_lin_jvp
 register_lowering(custom_lin_p, _custom_lin_lowering)
 transpose_rules[custom_lin_p] = _custom_lin_transpose
