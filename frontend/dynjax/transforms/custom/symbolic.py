@@ -33,6 +33,14 @@ class SymbolicZero:
     def __repr__(self):
         return f"SymbolicZero({self.aval.str_short()})"
 
+    @property
+    def size(self):
+        """The number of elements (a traced value when a dim is dynamic)."""
+        n = 1
+        for d in self.aval.shape:
+            n = n * d
+        return n
+
     @staticmethod
     def from_primal_value(value) -> "SymbolicZero":
         """The symbolic zero tangent of ``value`` (an array, a scalar or a tracer)."""
