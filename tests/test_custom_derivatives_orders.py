@@ -14,6 +14,11 @@ the rule, computed by hand:
 (the rule's own body is differentiated for the higher derivatives). Forward mode of a
 ``custom_vjp`` function is a TypeError: when the innermost derivative is ``jvp``. Sizes 0,
 1 and 3 run through the same composed function (one trace per ``qjit`` for all sizes).
+
+A second generated test puts the custom function in the body of ``lax.scan``, ``lax.cond``,
+``lax.fori_loop``, ``for_loop`` and ``lax.while_loop`` (each again an elementwise wrapper)
+composed with every transformation in both orders, and with a derivative and ``vmap`` /
+``qjit`` at depth 3. Reverse mode through a ``while_loop`` is dynjax's documented TypeError.
 """
 import itertools
 
@@ -22,6 +27,7 @@ import pytest
 
 import dynjax
 import dynjax.numpy as jnp
+from dynjax import lax
 from dynjax.custom_derivatives import CustomVJPPrimal, SymbolicZero
 
 SIZES = (0, 1, 3)
@@ -119,12 +125,35 @@ def _qjit(f):
     return lambda x: (vector if jnp.ndim(x) else scalar)(x)
 
 
-WRAPPERS = {"jvp": _jvp, "vjp": _vjp, "grad": _grad, "vmap": _vmap, "qjit": _qjit}
+def _scan(f):
+    return lambda x: lax.scan(lambda c, xi: (c, f(xi)), 0.0, x)[1]
+
+
+def _cond(f):
+    return lambda x: lax.cond(jnp.all(x > -10.0), f, lambda z: -z, x)   # the true branch
+
+
+def _fori(f):
+    return lambda x: lax.fori_loop(0, 2, lambda i, c: c + f(x), jnp.zeros_like(x)) / 2.0
+
+
+def _for_loop(f):
+    return lambda x: dynjax.for_loop(0, 2, 1)(lambda i, c: c + f(x))(jnp.zeros_like(x)) / 2.0
+
+
+def _while(f):
+    return lambda x: lax.while_loop(lambda c: c[0] < 1, lambda c: (c[0] + 1, f(x)), (0, jnp.zeros_like(x)))[1]
+
+
+WRAPPERS = {"jvp": _jvp, "vjp": _vjp, "grad": _grad, "vmap": _vmap, "qjit": _qjit,
+            "scan": _scan, "cond": _cond, "fori": _fori, "for_loop": _for_loop, "while": _while}
+TRANSFORMS = ("grad", "jvp", "qjit", "vjp", "vmap")
+LOOPS = ("cond", "for_loop", "fori", "scan", "while")
 DERIVATIVES = ("jvp", "vjp", "grad")
 
 
 def _orders():
-    names = sorted(WRAPPERS)
+    names = TRANSFORMS
     orders = [(a,) for a in names] + list(itertools.product(names, repeat=2))
     # depth 3: one derivative with vmap and qjit in every order, and two derivatives under qjit
     orders += [p for d in DERIVATIVES for p in itertools.permutations((d, "vmap", "qjit"))]
@@ -133,6 +162,9 @@ def _orders():
 
 
 ORDERS = _orders()
+LOOP_ORDERS = ([(t, loop) for t in TRANSFORMS for loop in LOOPS] + [(loop, t) for t in TRANSFORMS for loop in LOOPS]
+               + [p for d in DERIVATIVES for loop in LOOPS for p in itertools.permutations((d, loop, "vmap"))]
+               + [("qjit", d, loop) for d in DERIVATIVES for loop in LOOPS])
 
 
 def expected(order, x):
@@ -152,27 +184,51 @@ def _forward_of_custom_vjp(order):
     return bool(inner_derivatives) and inner_derivatives[0] == "jvp"
 
 
-@pytest.mark.parametrize("fname", sorted(FUNCTIONS))
-@pytest.mark.parametrize("order", ORDERS, ids=lambda o: "(".join(o) + ")" * (len(o) - 1))
-def test_every_order_uses_the_rule(order, fname):
+def _reverse_through_while(order):
+    """A ``vjp`` / ``grad`` applied outside a ``while_loop``."""
+    return "while" in order and any(n in ("vjp", "grad") for n in order[:order.index("while")])
+
+
+def _check(order, fname):
     f, is_vjp = FUNCTIONS[fname]
     composed = compose(order, f)
     rng = np.random.default_rng(len(order))
-    # one axis per vmap: the outer ones map over (2,)-sized trailing axes
-    trailing = (2,) * max(0, order.count("vmap") - 1)
+    # one axis per vmap / scan: the outer ones map over (2,)-sized trailing axes
+    trailing = (2,) * max(0, order.count("vmap") + order.count("scan") - 1)
+    errors = []
+    if is_vjp and _forward_of_custom_vjp(order):
+        errors.append(r"can't apply forward-mode autodiff \(jvp\) to a custom_vjp")
+    if _reverse_through_while(order):
+        errors.append("while_loop is not supported")
     for n in SIZES:
         x = rng.uniform(-2.0, 2.0, (n,) + trailing)
-        if is_vjp and _forward_of_custom_vjp(order):
-            with pytest.raises(TypeError, match=r"can't apply forward-mode autodiff \(jvp\) to a custom_vjp"):
+        if errors:
+            with pytest.raises(TypeError, match="|".join(errors)):
                 np.asarray(composed(x))
             continue
         got = np.asarray(composed(x))
         assert got.shape == x.shape
         np.testing.assert_allclose(got, expected(order, x), rtol=1e-12, atol=1e-12)
-        # eager evaluation of the same composition, one element at a time (dynjax's own oracle)
+        # eager evaluation of the same composition (dynjax's own oracle for the compiled one)
         if n and "qjit" in order:
             eager = compose(tuple(o for o in order if o != "qjit"), f)
             np.testing.assert_allclose(np.asarray(eager(x)), got, rtol=1e-12, atol=1e-12)
+
+
+def _ids(o):
+    return "(".join(o) + ")" * (len(o) - 1)
+
+
+@pytest.mark.parametrize("fname", sorted(FUNCTIONS))
+@pytest.mark.parametrize("order", ORDERS, ids=_ids)
+def test_every_order_uses_the_rule(order, fname):
+    _check(order, fname)
+
+
+@pytest.mark.parametrize("fname", sorted(FUNCTIONS))
+@pytest.mark.parametrize("order", LOOP_ORDERS, ids=_ids)
+def test_inside_loops_and_branches_in_every_order(order, fname):
+    _check(order, fname)
 
 
 def test_symbolic_zeros_were_seen():

@@ -75,11 +75,28 @@ def _enclosing_scope():
     return t if isinstance(t, JaxprTrace) else None
 
 
+_linearizing = [0]
+
+
+def linearizing() -> bool:
+    """Whether a ``linearize_flat`` is running (its jvp or its partial evaluation): a jvp rule
+    that only makes sense when its result is transposed (``custom_vjp``'s) checks it."""
+    return _linearizing[0] > 0
+
+
 def linearize_flat(fun: Callable, primals: Sequence[Any], has_aux: bool = False) -> Linearized:
     """Linearize ``fun`` (taking the flat ``primals``, returning a pytree) at ``primals``.
     Integer and bool primals are not differentiated (the function closes over them). With
     ``has_aux``, ``fun`` returns ``(output, aux)``; ``aux`` is not differentiated and is
     returned as ``Linearized.aux``."""
+    _linearizing[0] += 1
+    try:
+        return _linearize_flat(fun, primals, has_aux)
+    finally:
+        _linearizing[0] -= 1
+
+
+def _linearize_flat(fun, primals, has_aux):
     from .jvp import JVPTracer
     primals = list(primals)
     diff = [i for i, p in enumerate(primals) if is_inexact_dtype(typeof(p).dtype)]

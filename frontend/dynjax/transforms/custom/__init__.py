@@ -1,4 +1,5 @@
-"""Functions with user-defined derivatives: ``custom_jvp`` and ``custom_vjp``.
+"""Functions with user-defined derivatives (JAX's ``jax.custom_derivatives``): ``custom_jvp``,
+``custom_vjp``, ``custom_gradient``, ``closure_convert``.
 
 ``custom_jvp(fun)`` / ``custom_vjp(fun)`` wrap ``fun``; calling the wrapper traces ``fun``
 into a jaxpr (in a scope nested in the caller's, like a branch of ``cond``) and binds one
@@ -9,7 +10,8 @@ equation of a call primitive whose params hold that jaxpr and the user's rules:
   ``C N``, ``rules.num_nd`` counts ``N``). Evaluating it -- eagerly, while staging, when
   lowering -- runs the jaxpr, so ``fun`` is what executes; only differentiation is
   different: its jvp rule calls the user's ``jvp(primals, tangents)`` on the primals and the
-  (instantiated) tangents.
+  tangents (arrays, or ``SymbolicZero`` objects for the undifferentiated arguments when the
+  rule asked for symbolic zeros).
 * ``custom_vjp_call`` (same layout). Its jvp rule runs ``fwd`` on the primals, which gives
   the outputs and the *residuals*, and emits ``custom_lin``, a primitive linear in the
   tangents. Linearizing (``grad``, ``vjp``) keeps ``custom_lin`` in the linear jaxpr; its
@@ -18,7 +20,8 @@ equation of a call primitive whose params hold that jaxpr and the user's rules:
   outputs, argument tangents).
   Its result types are the primal outputs' types (hence the ``O`` operands: their dims).
   It has no forward meaning: forward-mode differentiation of a ``custom_vjp`` function is
-  an error, raised when ``custom_lin`` is evaluated or lowered.
+  JAX's TypeError, raised by the jvp rule of ``custom_vjp_call`` outside a linearization,
+  and otherwise when ``custom_lin`` is evaluated, differentiated or lowered.
 
 Under ``vmap`` each of the three primitives batches into itself, with batched rules
 (``custom_batching.py``), so derivatives taken of a ``vmap`` still use the user's rules.

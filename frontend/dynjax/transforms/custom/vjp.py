@@ -12,6 +12,7 @@ from ...core.trace import typeof
 from ...lax.base import aval as aval_of
 from ...lowering.core import register_lowering
 from ..jvp import Zero, instantiate
+from ..partial_eval import linearizing
 from ..transpose import is_undefined
 from .call import (FORWARD_ERROR, CustomVJPForwardError, _bind_call, _call_abstract, _check_output_types,
                    _closure_check, _CustomFunction, _fun_name, _Rules, _split_operands, custom_lin_p,
@@ -87,6 +88,12 @@ class custom_vjp(_CustomFunction):
 
 
 def _custom_vjp_call_jvp(primals, tangents, *, call_jaxpr, num_consts, rules):
+    """Runs ``fwd`` and emits ``custom_lin`` for ``bwd`` -- only for reverse mode: outside
+    a linearization (a plain ``jvp``) this is JAX's TypeError, raised now, while tracing.
+    (A ``jvp`` nested inside a linearization is caught when its ``custom_lin`` is
+    evaluated, differentiated or lowered.)"""
+    if not linearizing():
+        raise TypeError(FORWARD_ERROR)
     _closure_check(rules, tangents, num_consts)
     nd, args = _split_operands(primals, num_consts, rules)
     expected = _call_abstract(*primals, call_jaxpr=call_jaxpr, num_consts=num_consts, rules=rules)
