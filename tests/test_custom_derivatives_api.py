@@ -479,3 +479,38 @@ def test_closure_convert_with_custom_vjp():
             close(got[1], expected(0.7, x)[1])
     ws = np.array([0.7, 0.2])
     close(dynjax.vmap(dynjax.grad(loss), in_axes=(0, None))(ws, X / 4), [expected(w, X / 4)[0] for w in ws])
+
+
+def test_bad_input_is_a_clear_type_error():
+    with pytest.raises(TypeError, match="custom_gradient: expected a function"):
+        dynjax.custom_gradient(3)
+    with pytest.raises(TypeError, match="closure_convert: fun must be a function"):
+        dynjax.closure_convert(3, 1.0)
+    with pytest.raises(TypeError, match="example_args must be arrays"):
+        dynjax.closure_convert(lambda s: s, "abc")
+
+    @dynjax.custom_gradient
+    def short(x, y):
+        return x * y, lambda g: (g,)
+    with pytest.raises(TypeError, match=r"one cotangent per differentiable positional argument \(2\)"):
+        dynjax.grad(short)(1.0, 2.0)
+
+    @dynjax.custom_jvp
+    def bad_tangent(x):
+        return x
+    bad_tangent.defjvp(lambda p, t: (bad_tangent(*p), "zero"), symbolic_zeros=True)
+    with pytest.raises(TypeError, match="tangent output 0 of the rule of bad_tangent is a str"):
+        dynjax.grad(bad_tangent)(1.0)
+
+
+def test_integer_argument_gets_a_symbolic_zero():
+    @dynjax.custom_jvp
+    def times(x, n):
+        return x * n
+
+    def rule(primals, tangents):
+        assert isinstance(tangents[1], SymbolicZero) and tangents[1].dtype.kind == "i"
+        return times(*primals), 2.0 * tangents[0] * primals[1]
+    times.defjvp(rule, symbolic_zeros=True)
+    assert float(dynjax.grad(times)(1.5, 3)) == 6.0
+    assert float(dynjax.qjit(dynjax.grad(times))(1.5, 3)) == 6.0

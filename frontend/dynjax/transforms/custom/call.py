@@ -416,7 +416,11 @@ def _as_tangent(rules, t, primal, k, what):
         return Zero(pa.strip_weak_type())
     if t is None:
         raise TypeError(f"{rules.who}: {what} {k} is None; return zeros for a zero tangent")
-    ta = typeof(t)
+    try:
+        ta = typeof(t)
+    except TypeError:
+        raise TypeError(f"{rules.who}: {what} {k} of the rule of {rules.name} is a {type(t).__name__}, "
+                        "not an array") from None
     if ta.dtype != pa.dtype:
         t = lax.convert_element_type(t, pa.dtype)
     if ta.ndim == 0 and pa.ndim:
