@@ -16,7 +16,7 @@ import pytest
 import dynjax
 import dynjax.numpy as jnp
 from dynjax import lax
-from dynjax.custom_derivatives import CustomVJPPrimal, SymbolicZero, zero_from_primal
+from dynjax.custom_derivatives import CustomVJPPrimal, SymbolicZero, custom_vjp_primal_tree_values, zero_from_primal
 
 X = np.array([1.0, 2.0, 4.0])
 Y = np.array([3.0, 5.0, 7.0])
@@ -68,6 +68,8 @@ def test_symbolic_zero_has_jax_attributes():
     close(zero_from_primal(np.ones(3)), np.zeros(3))
     p = CustomVJPPrimal(X, False)
     assert p.value is X and p.perturbed is False
+    tree = custom_vjp_primal_tree_values({"a": p, "b": (CustomVJPPrimal(1.0, True), 2.0)})
+    assert tree["a"] is X and tree["b"] == (1.0, 2.0)
     assert dynjax.custom_derivatives.custom_jvp is dynjax.custom_jvp
 
 

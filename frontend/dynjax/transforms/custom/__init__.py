@@ -39,8 +39,8 @@ and ``custom_lin``), ``symbolic.py`` (``SymbolicZero``, ``CustomVJPPrimal``),
 from .call import CustomVJPForwardError, custom_jvp_call_p, custom_lin_p, custom_vjp_call_p  # noqa: F401
 from .closure import closure_convert, custom_gradient  # noqa: F401
 from .jvp import custom_jvp  # noqa: F401
-from .symbolic import CustomVJPPrimal, SymbolicZero, zero_from_primal  # noqa: F401
+from .symbolic import CustomVJPPrimal, SymbolicZero, custom_vjp_primal_tree_values, zero_from_primal  # noqa: F401
 from .vjp import custom_vjp  # noqa: F401
 
 __all__ = ["custom_jvp", "custom_vjp", "custom_gradient", "closure_convert", "SymbolicZero", "CustomVJPForwardError",
-           "CustomVJPPrimal", "zero_from_primal", "custom_jvp_call_p", "custom_vjp_call_p", "custom_lin_p"]
+           "CustomVJPPrimal", "custom_vjp_primal_tree_values", "zero_from_primal", "custom_jvp_call_p", "custom_vjp_call_p", "custom_lin_p"]

@@ -14,7 +14,8 @@ from typing import Any
 
 from ..jvp import Zero
 
-__all__ = ["SymbolicZero", "CustomVJPPrimal", "zero_from_primal", "to_symbolic", "from_symbolic"]
+__all__ = ["SymbolicZero", "CustomVJPPrimal", "custom_vjp_primal_tree_values", "zero_from_primal",
+           "to_symbolic", "from_symbolic"]
 
 
 class SymbolicZero:
@@ -70,6 +71,13 @@ class CustomVJPPrimal:
 
     def __repr__(self):
         return f"CustomVJPPrimal(value={self.value!r}, perturbed={self.perturbed})"
+
+
+def custom_vjp_primal_tree_values(tree):
+    """``tree`` with each ``CustomVJPPrimal`` leaf replaced by its ``value`` (what a
+    ``fwd`` rule with symbolic zeros passes on when it does not need the flags)."""
+    from ...core.pytree import tree_map
+    return tree_map(lambda x: x.value if isinstance(x, CustomVJPPrimal) else x, tree)
 
 
 def to_symbolic(t):
