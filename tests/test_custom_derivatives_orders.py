@@ -1,6 +1,7 @@
 """Generated: every order of ``jvp`` / ``vjp`` / ``grad`` / ``vmap`` / ``qjit`` (depth 1 and
 2, and the depth-3 orders that mix a derivative with ``vmap`` and ``qjit``) around a
-``custom_jvp`` and a ``custom_vjp`` function, with and without symbolic zeros.
+``custom_jvp`` and a ``custom_vjp`` function, with and without symbolic zeros, and a
+``custom_gradient`` function (a ``custom_vjp`` whose rule closes over its input).
 
 Each custom function is ``sin`` with a rule that claims the derivative ``2 cos`` --
 deliberately not the true one, so a result proves the rule was used. Every wrapper maps an
@@ -91,8 +92,15 @@ def _scaled_sin_v_bwd(res, ct):
 
 scaled_sin_v.defvjp(_scaled_sin_v_fwd, _scaled_sin_v_bwd, symbolic_zeros=True)
 
+@dynjax.custom_gradient
+def sin_g(x):
+    s = jnp.sin(x)                      # the vjp function closes over x (closure-converted)
+    return s, lambda ct: (2.0 * jnp.cos(x) * ct,)
+
+
 FUNCTIONS = {
     "custom_jvp": (sin_j, False),
+    "custom_gradient": (sin_g, True),
     "custom_jvp_symbolic": (lambda x: scaled_sin_j(x, 1.0), False),
     "custom_vjp": (sin_v, True),
     "custom_vjp_symbolic": (lambda x: scaled_sin_v(x, 1.0), True),
@@ -162,9 +170,12 @@ def _orders():
 
 
 ORDERS = _orders()
+# depth 3 with the three kinds of body (a scan, a branch, a while loop; fori_loop and
+# for_loop lower like scan) to keep the test fast
 LOOP_ORDERS = ([(t, loop) for t in TRANSFORMS for loop in LOOPS] + [(loop, t) for t in TRANSFORMS for loop in LOOPS]
-               + [p for d in DERIVATIVES for loop in LOOPS for p in itertools.permutations((d, loop, "vmap"))]
-               + [("qjit", d, loop) for d in DERIVATIVES for loop in LOOPS])
+               + [p for d in DERIVATIVES for loop in ("scan", "cond", "while")
+                  for p in itertools.permutations((d, loop, "vmap"))]
+               + [("qjit", d, loop) for d in DERIVATIVES for loop in ("scan", "cond", "while")])
 
 
 def expected(order, x):
