@@ -516,3 +516,53 @@ def test_integer_argument_gets_a_symbolic_zero():
     times.defjvp(rule, symbolic_zeros=True)
     assert float(dynjax.grad(times)(1.5, 3)) == 6.0
     assert float(dynjax.qjit(dynjax.grad(times))(1.5, 3)) == 6.0
+
+
+# ==============================================================================================
+# JAX's tutorial program: implicit differentiation of a fixed point (a while_loop inside the
+# custom_vjp function and inside its bwd), on vectors of dynamic size
+# ==============================================================================================
+@functools.partial(dynjax.custom_vjp, nondiff_argnums=(0,))
+def fixed_point(f, a, x_guess):
+    def not_converged(carry):
+        x_prev, x = carry
+        return jnp.max(jnp.abs(x_prev - x), initial=0.0) > 1e-12
+
+    def step(carry):
+        return carry[1], f(a, carry[1])
+    return lax.while_loop(not_converged, step, (x_guess, f(a, x_guess)))[1]
+
+
+def _fixed_point_fwd(f, a, x_init):
+    x_star = fixed_point(f, a, x_init)
+    return x_star, (a, x_star)
+
+
+def _rev_iter(f, packed, u):
+    a, x_star, x_star_bar = packed
+    _, vjp_x = dynjax.vjp(lambda x: f(a, x), x_star)
+    return x_star_bar + vjp_x(u)[0]
+
+
+def _fixed_point_rev(f, res, x_star_bar):
+    a, x_star = res
+    _, vjp_a = dynjax.vjp(lambda a: f(a, x_star), a)
+    (a_bar,) = vjp_a(fixed_point(functools.partial(_rev_iter, f), (a, x_star, x_star_bar), x_star_bar))
+    return a_bar, jnp.zeros_like(x_star)
+
+
+fixed_point.defvjp(_fixed_point_fwd, _fixed_point_rev)
+
+
+def newton_sqrt(a):
+    return fixed_point(lambda a, x: 0.5 * (x + a / x), a, a)
+
+
+def test_fixed_point_from_jax_tutorial():
+    assert float(dynjax.grad(newton_sqrt)(2.0)) == pytest.approx(0.5 / np.sqrt(2.0), rel=1e-12)
+    assert float(dynjax.grad(dynjax.grad(newton_sqrt))(2.0)) == pytest.approx(-0.25 * 2.0 ** -1.5, rel=1e-9)
+    a = np.array([1.0, 4.0, 9.0])
+    g = dyn(dynjax.grad(lambda a: jnp.sum(newton_sqrt(a))))
+    for n in SIZES:
+        np.testing.assert_allclose(np.asarray(g(a[:n])), 0.5 / np.sqrt(a[:n]), rtol=1e-12)
+    np.testing.assert_allclose(np.asarray(dynjax.vmap(dynjax.grad(newton_sqrt))(a)), 0.5 / np.sqrt(a), rtol=1e-12)
