@@ -23,6 +23,7 @@ backwards (``vjp``). Tangent types carry the primal's dims: a tangent of ``f64[n
 """
 from __future__ import annotations
 
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Sequence
 
@@ -78,9 +79,22 @@ def _enclosing_scope():
 _linearizing = [0]
 
 
+@contextmanager
+def linearization():
+    """Marks a region whose jvp results are partially evaluated and transposed (reverse
+    mode). ``linearize_flat`` runs in one; code that linearizes with ``jvp_flat`` by other
+    means (a rule re-linearizing a body in its transpose) must enter one too, or a
+    ``custom_vjp`` function in it raises the forward-mode TypeError."""
+    _linearizing[0] += 1
+    try:
+        yield
+    finally:
+        _linearizing[0] -= 1
+
+
 def linearizing() -> bool:
-    """Whether a ``linearize_flat`` is running (its jvp or its partial evaluation): a jvp rule
-    that only makes sense when its result is transposed (``custom_vjp``'s) checks it."""
+    """Whether a ``linearization()`` region is running: a jvp rule that only makes sense
+    when its result is transposed (``custom_vjp``'s) checks it."""
     return _linearizing[0] > 0
 
 
@@ -89,11 +103,8 @@ def linearize_flat(fun: Callable, primals: Sequence[Any], has_aux: bool = False)
     Integer and bool primals are not differentiated (the function closes over them). With
     ``has_aux``, ``fun`` returns ``(output, aux)``; ``aux`` is not differentiated and is
     returned as ``Linearized.aux``."""
-    _linearizing[0] += 1
-    try:
+    with linearization():
         return _linearize_flat(fun, primals, has_aux)
-    finally:
-        _linearizing[0] -= 1
 
 
 def _linearize_flat(fun, primals, has_aux):
