@@ -95,7 +95,7 @@ PRIMS: Dict[str, Primitive] = {p.name: p for p in impl_rules if p not in CONTROL
 # reason.
 EXCLUDED: Dict[str, str] = {
     "custom_lin": "the linear part of a custom_vjp function: it has no forward evaluation (running "
-                  "it is the error for forward mode; transforms/custom.py, test_custom_and_extend.py)",
+                  "it is the error for forward mode; transforms/custom/vjp.py, test_custom_and_extend.py)",
     "debug_callback": "a host callback with no results, never compiled (it runs as a host step); "
                       "its eager and compiled output is compared in test_debug.py",
     "pure_callback": "a host call of a Python function, never compiled (it runs as a host step); "
@@ -802,7 +802,7 @@ def _pad(draw, prim):
     return bind_case(prim, operands, dict(padding_config=config), dyn=None, variant=f"static{n}")
 
 
-# --- custom_jvp / custom_vjp calls (transforms/custom.py): run the traced function -----------------
+# --- custom_jvp / custom_vjp calls (transforms/custom/): run the traced function -----------------
 def _custom_function(name):
     if name == "custom_jvp_call":
         f = dynjax.custom_jvp(lambda x, y: x * y)

@@ -26,7 +26,7 @@ from .qjit import QJIT, qjit  # noqa: E402,F401  (the function shadows the submo
 from .transforms.jvp import jvp  # noqa: E402,F401
 from .transforms.api import (float0, grad, hessian, jacfwd, jacobian, jacrev, linearize,  # noqa: E402,F401
                              value_and_grad, vjp)
-from .transforms.custom import custom_jvp, custom_vjp  # noqa: E402,F401
+from .transforms.custom import closure_convert, custom_gradient, custom_jvp, custom_vjp  # noqa: E402,F401
 from .transforms.linear_transpose import linear_transpose  # noqa: E402,F401
 from . import custom_batching  # noqa: E402,F401  (custom_vmap, sequential_vmap)
 from .transforms.batching import vmap  # noqa: E402,F401

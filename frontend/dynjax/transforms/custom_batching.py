@@ -33,7 +33,7 @@ from ..core.trace import typeof
 from ..lax import api as lax
 from .batching import BatchTracer, _eval_batched, _front_all, batching_rules, to_front, vmap_flat
 from .custom import custom_jvp_call_p, custom_lin_p, custom_vjp_call_p
-from .jvp import instantiate
+from .jvp import Zero, instantiate
 
 __all__ = ["BatchedRules", "dims_of_args"]
 
@@ -60,6 +60,26 @@ def dims_of_args(jaxpr, values, batched):
             if isinstance(d, Var) and id(d) in pos and not batched[pos[id(d)]]:
                 values[pos[id(d)]] = typeof(values[k]).shape[j + (1 if batched[k] else 0)]
     return values
+
+
+def _member_zero(z: Zero, batched: bool) -> Zero:
+    """A symbolic zero (co)tangent of the batch as a member's: without the batch axis."""
+    return Zero(z.aval.update(shape=z.aval.shape[1:])) if batched else z
+
+
+def _split_zeros(ts: Sequence[Any], flags: Sequence[bool]):
+    """The (co)tangents that are arrays with their batch flags, and a function rebuilding a
+    member's full list from the members' arrays (symbolic zeros put back, member-sized):
+    a symbolic zero stays symbolic through ``vmap`` (the rule may ask to see it)."""
+    keep = [not isinstance(t, Zero) for t in ts]
+    vals = [t for t, k in zip(ts, keep) if k]
+    vflags = [f for f, k in zip(flags, keep) if k]
+    zeros = [None if k else _member_zero(t, f) for t, f, k in zip(ts, flags, keep)]
+
+    def rebuild(member_vals):
+        it = iter(member_vals)
+        return [next(it) if z is None else z for z in zeros]
+    return vals, vflags, rebuild
 
 
 def _run_batched(trace, size, fun: Callable, vals: Sequence[Any], flags: Sequence[bool]) -> List[Any]:
@@ -103,28 +123,30 @@ class BatchedRules:
         return f"<{self.who} {self.name}, batched>"
 
     def apply_jvp(self, nd, args, tangents, out_avals=()):
-        """The user's jvp, vectorized: primal outputs and tangents, batch axis first."""
+        """The user's jvp, vectorized: primal outputs and tangents, batch axis first.
+        ``tangents`` may hold symbolic ``Zero``s (of the batched types)."""
         n_nd, n = len(nd), len(args)
         size = _leading_size(list(nd) + list(args), self.nd_b + self.arg_b, out_avals)
+        t_vals, t_flags, rebuild = _split_zeros(tangents, self.arg_b)
         box = []
 
         def member(*xs):
-            p, t = self.base.apply_jvp(list(xs[:n_nd]), list(xs[n_nd:n_nd + n]), list(xs[n_nd + n:]))
+            p, t = self.base.apply_jvp(list(xs[:n_nd]), list(xs[n_nd:n_nd + n]), rebuild(xs[n_nd + n:]))
             box.append(len(p))
             return list(p) + [instantiate(x) for x in t]
-        outs = _run_batched(self.trace, size, member, list(nd) + list(args) + list(tangents),
-                            self.nd_b + self.arg_b + self.arg_b)
+        outs = _run_batched(self.trace, size, member, list(nd) + list(args) + list(t_vals),
+                            self.nd_b + self.arg_b + t_flags)
         nout = box[0]
         return outs[:nout], outs[nout:]
 
-    def apply_fwd(self, nd, args, out_avals=()):
+    def apply_fwd(self, nd, args, out_avals=(), perturbed=None):
         """The user's fwd, vectorized: outputs and residuals, batch axis first."""
         n_nd = len(nd)
         size = _leading_size(list(nd) + list(args), self.nd_b + self.arg_b, out_avals)
         box = []
 
         def member(*xs):
-            outs, res, res_tree = self.base.apply_fwd(list(xs[:n_nd]), list(xs[n_nd:]))
+            outs, res, res_tree = self.base.apply_fwd(list(xs[:n_nd]), list(xs[n_nd:]), (), perturbed)
             box.append((len(outs), res_tree))
             return list(outs) + list(res)
         outs = _run_batched(self.trace, size, member, list(nd) + list(args), self.nd_b + self.arg_b)
@@ -135,9 +157,11 @@ class BatchedRules:
         """The user's bwd, vectorized. The cotangent of an argument shared by every member
         (not batched) is the sum of the members' cotangents."""
         res_b = [True] * len(res) if self.res_b is None else self.res_b
-        flags = self.nd_b + res_b + [True] * len(cts)
-        vals = list(nd) + list(res) + list(cts)
-        size = _leading_size(vals, flags)
+        ct_vals, ct_flags, rebuild = _split_zeros(cts, [True] * len(cts))
+        flags = self.nd_b + res_b + ct_flags
+        vals = list(nd) + list(res) + list(ct_vals)
+        size = _leading_size(vals, flags) if any(flags) else _leading_size([], [], [
+            z.aval for z in cts if isinstance(z, Zero)])
         member_avals = [None if a is None else a.update(shape=a.shape[1:]) if b else a
                         for a, b in zip(arg_avals, self.arg_b)]
         n_nd, n_res = len(nd), len(res)
@@ -145,7 +169,7 @@ class BatchedRules:
 
         def member(*xs):
             out = self.base.apply_bwd(list(xs[:n_nd]), list(xs[n_nd:n_nd + n_res]), res_tree,
-                                      list(xs[n_nd + n_res:]), member_avals)
+                                      rebuild(xs[n_nd + n_res:]), member_avals)
             box.append([c is None for c in out])
             return [c for c in out if c is not None]
         outs = iter(_run_batched(self.trace, size, member, vals, flags))

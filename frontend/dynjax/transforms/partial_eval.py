@@ -23,6 +23,7 @@ backwards (``vjp``). Tangent types carry the primal's dims: a tangent of ``f64[n
 """
 from __future__ import annotations
 
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Sequence
 
@@ -75,11 +76,38 @@ def _enclosing_scope():
     return t if isinstance(t, JaxprTrace) else None
 
 
+_linearizing = [0]
+
+
+@contextmanager
+def linearization():
+    """Marks a region whose jvp results are partially evaluated and transposed (reverse
+    mode). ``linearize_flat`` runs in one; code that linearizes with ``jvp_flat`` by other
+    means (a rule re-linearizing a body in its transpose) must enter one too, or a
+    ``custom_vjp`` function in it raises the forward-mode TypeError."""
+    _linearizing[0] += 1
+    try:
+        yield
+    finally:
+        _linearizing[0] -= 1
+
+
+def linearizing() -> bool:
+    """Whether a ``linearization()`` region is running: a jvp rule that only makes sense
+    when its result is transposed (``custom_vjp``'s) checks it."""
+    return _linearizing[0] > 0
+
+
 def linearize_flat(fun: Callable, primals: Sequence[Any], has_aux: bool = False) -> Linearized:
     """Linearize ``fun`` (taking the flat ``primals``, returning a pytree) at ``primals``.
     Integer and bool primals are not differentiated (the function closes over them). With
     ``has_aux``, ``fun`` returns ``(output, aux)``; ``aux`` is not differentiated and is
     returned as ``Linearized.aux``."""
+    with linearization():
+        return _linearize_flat(fun, primals, has_aux)
+
+
+def _linearize_flat(fun, primals, has_aux):
     from .jvp import JVPTracer
     primals = list(primals)
     diff = [i for i, p in enumerate(primals) if is_inexact_dtype(typeof(p).dtype)]

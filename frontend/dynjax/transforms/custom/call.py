@@ -1,32 +1,7 @@
-"""Functions with user-defined derivatives: ``custom_jvp`` and ``custom_vjp``.
-
-``custom_jvp(fun)`` / ``custom_vjp(fun)`` wrap ``fun``; calling the wrapper traces ``fun``
-into a jaxpr (in a scope nested in the caller's, like a branch of ``cond``) and binds one
-equation of a call primitive whose params hold that jaxpr and the user's rules:
-
-* ``custom_jvp_call`` (operands ``C N A``: the values ``fun`` closes over, the traced leaves
-  of the ``nondiff_argnums`` arguments, then the flat arguments; ``num_consts`` counts
-  ``C N``, ``rules.num_nd`` counts ``N``). Evaluating it -- eagerly, while staging, when
-  lowering -- runs the jaxpr, so ``fun`` is what executes; only differentiation is
-  different: its jvp rule calls the user's ``jvp(primals, tangents)`` on the primals and the
-  (instantiated) tangents.
-* ``custom_vjp_call`` (same layout). Its jvp rule runs ``fwd`` on the primals, which gives
-  the outputs and the *residuals*, and emits ``custom_lin``, a primitive linear in the
-  tangents. Linearizing (``grad``, ``vjp``) keeps ``custom_lin`` in the linear jaxpr; its
-  transpose rule calls ``bwd(residuals, cotangents)``.
-* ``custom_lin`` (operands ``R O T``: the ``N`` operands and the residual leaves, primal
-  outputs, argument tangents).
-  Its result types are the primal outputs' types (hence the ``O`` operands: their dims).
-  It has no forward meaning: forward-mode differentiation of a ``custom_vjp`` function is
-  an error, raised when ``custom_lin`` is evaluated or lowered.
-
-Under ``vmap`` each of the three primitives batches into itself, with batched rules
-(``custom_batching.py``), so derivatives taken of a ``vmap`` still use the user's rules.
-
-The jaxpr's output dims must be static or dims of the inputs (a size computed inside
-``fun`` is a ``TypeError``): the call's result types are the jaxpr's, with input dims
-replaced by the operands'.
-"""
+"""The call primitives behind ``custom_jvp`` / ``custom_vjp`` and what they share: the
+rules a call carries (``_Rules``), how a call is evaluated, typed, lowered and bound, and
+the checks of what the user's rules return. The package docstring (``__init__.py``)
+describes the primitives' operands."""
 from __future__ import annotations
 
 import functools
@@ -35,29 +10,28 @@ from typing import Any, Callable, List, Sequence
 
 import numpy as np
 
-from ..core.avals import is_inexact_dtype, make_aval, same_dim
-from ..core.errors import api_boundary
-from ..core.expansion import trace_nested
-from ..core.interpret import eval_jaxpr
-from ..core.jaxpr import Literal, Var
-from ..core.primitive import (Primitive, abstract_eval_rules, as_dim, impl_rules, jvp_rules,
-                              transpose_rules)
-from ..core.pytree import tree_flatten, tree_unflatten
-from ..core.trace import Tracer, typeof
-from ..lax import api as lax
-from ..lax.base import aval as aval_of
-from ..lowering.core import LoweringError, register_lowering
-from .jvp import Zero, instantiate
-from .transpose import backward_pass, is_undefined, zeros
+from ...core.avals import is_inexact_dtype, make_aval, same_dim
+from ...core.expansion import trace_nested
+from ...core.interpret import eval_jaxpr
+from ...core.jaxpr import Literal, Var
+from ...core.primitive import Primitive, abstract_eval_rules, as_dim, impl_rules, transpose_rules
+from ...core.pytree import tree_flatten, tree_unflatten
+from ...core.trace import Tracer, typeof
+from ...lax import api as lax
+from ...lax.base import aval as aval_of
+from ...lowering.core import LoweringError, register_lowering
+from ..jvp import Zero, instantiate
+from ..transpose import backward_pass
+from .symbolic import CustomVJPPrimal, SymbolicZero, from_symbolic, to_symbolic
 
-__all__ = ["custom_jvp", "custom_vjp", "custom_jvp_call_p", "custom_vjp_call_p", "custom_lin_p"]
+__all__ = ["custom_jvp_call_p", "custom_vjp_call_p", "custom_lin_p", "CustomVJPForwardError"]
 
 custom_jvp_call_p = Primitive("custom_jvp_call", multiple_results=True)
 custom_vjp_call_p = Primitive("custom_vjp_call", multiple_results=True)
 custom_lin_p = Primitive("custom_lin", multiple_results=True)
 
-_FORWARD_ERROR = ("forward-mode differentiation (jvp) of a custom_vjp function is not supported; "
-                  "use custom_jvp (grad, vjp and jacrev of a custom_vjp function work)")
+# JAX's message (grad, vjp and jacrev of a custom_vjp function work; use custom_jvp for jvp)
+FORWARD_ERROR = "can't apply forward-mode autodiff (jvp) to a custom_vjp function."
 
 
 class CustomVJPForwardError(LoweringError, TypeError):
@@ -82,7 +56,8 @@ class _Rules:
     they return; the batched rules of a ``vmap``-ed call (``custom_batching.py``) provide
     the same methods."""
 
-    def __init__(self, who, name, nargs, nondiff, num_nd, in_tree, out_tree, jvp=None, fwd=None, bwd=None):
+    def __init__(self, who, name, nargs, nondiff, num_nd, in_tree, out_tree, jvp=None, fwd=None, bwd=None,
+                 symbolic_zeros=False):
         self.who = who
         self.name = name
         self.nargs = nargs
@@ -91,6 +66,12 @@ class _Rules:
         self.in_tree = in_tree
         self.out_tree = out_tree
         self.jvp, self.fwd, self.bwd = jvp, fwd, bwd
+        self.symbolic_zeros = symbolic_zeros
+
+    def _user_zeros(self, ts):
+        """(Co)tangents for the user's rule: the symbolic ``Zero`` entries become
+        ``SymbolicZero`` objects if the rule asked for them, arrays of zeros otherwise."""
+        return [to_symbolic(t) if self.symbolic_zeros else instantiate(t) for t in ts]
 
     def __repr__(self):
         return f"<{self.who} {self.name}>"
@@ -108,9 +89,10 @@ class _Rules:
     # --- the user's rules on flat values ---------------------------------------------------------
     def apply_jvp(self, nd, args, tangents, out_avals=None):
         """``jvp(*nondiff, primals, tangents)`` on flat lists: returns the flat primal outputs and
-        their tangents (in the outputs' types; ``Zero`` for outputs that are not inexact)."""
+        their tangents (in the outputs' types; ``Zero`` for outputs that are not inexact or
+        that the rule returned as a ``SymbolicZero``). ``tangents`` may hold ``Zero``s."""
         res = self.jvp(*self.nondiff_values(nd), tree_unflatten(self.in_tree, args),
-                       tree_unflatten(self.in_tree, tangents))
+                       tree_unflatten(self.in_tree, self._user_zeros(tangents)))
         if not isinstance(res, (tuple, list)) or len(res) != 2:
             raise TypeError(f"custom_jvp: the JVP rule of {self.name} must return a pair "
                             f"(primal_out, tangent_out), got {type(res).__name__}")
@@ -124,8 +106,13 @@ class _Rules:
         t_out = [_as_tangent(self, t, p, k, "tangent output") for k, (t, p) in enumerate(zip(t_leaves, p_leaves))]
         return list(p_leaves), t_out
 
-    def apply_fwd(self, nd, args, out_avals=None):
-        """``fwd(*args)``: returns ``(outputs, residual leaves, residual treedef)``."""
+    def apply_fwd(self, nd, args, out_avals=None, perturbed=None):
+        """``fwd(*args)``: returns ``(outputs, residual leaves, residual treedef)``. With
+        symbolic zeros, each argument leaf is given as ``CustomVJPPrimal(value, perturbed)``
+        (``perturbed[k]``: whether leaf ``k`` is differentiated; all of them if None)."""
+        if self.symbolic_zeros:
+            flags = [True] * len(args) if perturbed is None else perturbed
+            args = [CustomVJPPrimal(x, p) for x, p in zip(args, flags)]
         res = self.fwd(*self.full_args(nd, args))
         if not isinstance(res, (tuple, list)) or len(res) != 2:
             raise TypeError(f"custom_vjp: the fwd function of {self.name} must return a pair "
@@ -144,9 +131,10 @@ class _Rules:
 
     def apply_bwd(self, nd, res, res_tree, cts, arg_avals):
         """``bwd(*nondiff, residuals, ct)`` on flat lists: one cotangent per differentiable
-        argument leaf, in that leaf's type ``arg_avals[k]``, or None for a zero one."""
+        argument leaf, in that leaf's type ``arg_avals[k]``, or None for a zero one (``None``
+        or a ``SymbolicZero`` returned by ``bwd``). ``cts`` may hold ``Zero``s."""
         in_cts = self.bwd(*self.nondiff_values(nd), tree_unflatten(res_tree, list(res)),
-                          tree_unflatten(self.out_tree, list(cts)))
+                          tree_unflatten(self.out_tree, self._user_zeros(cts)))
         ndiff = len(self.in_tree.children)
         if isinstance(in_cts, list):
             in_cts = tuple(in_cts)
@@ -156,7 +144,7 @@ class _Rules:
                             f"cotangent per differentiable positional argument ({ndiff}), got {got}")
         leaves: List[Any] = []
         for i, (c, sub) in enumerate(zip(in_cts, self.in_tree.children)):
-            if c is None:
+            if c is None or isinstance(c, SymbolicZero):
                 leaves += [None] * sub.num_leaves
                 continue
             c_leaves, c_tree = tree_flatten(c)
@@ -164,7 +152,7 @@ class _Rules:
                 raise TypeError(f"custom_vjp: the cotangent {i} returned by bwd of {self.name} has the "
                                 f"structure {c_tree} but the argument has {sub}")
             leaves += c_leaves
-        return [None if c is None or a is None else _as_cotangent(self, c, a, k)
+        return [None if c is None or isinstance(c, SymbolicZero) or a is None else _as_cotangent(self, c, a, k)
                 for k, (c, a) in enumerate(zip(leaves, arg_avals))]
 
 
@@ -244,7 +232,7 @@ for _p in (custom_jvp_call_p, custom_vjp_call_p):
 def _register_with_the_planner():
     """The nested jaxpr takes the equation's operands in order: tell the execution planner
     (which checks the dims used inside nested programs)."""
-    from ..execution import analysis
+    from ...execution import analysis
     analysis.call_primitives.update({custom_jvp_call_p, custom_vjp_call_p})
 
 
@@ -255,15 +243,20 @@ _register_with_the_planner()
 # Binding a call
 # ----------------------------------------------------------------------------------------------
 def _resolve_args(fun, who, args, kwargs):
+    """The positional arguments of a call: keyword arguments are matched to positions
+    with ``fun``'s signature, as JAX does (a keyword-only parameter is a TypeError)."""
     if not kwargs:
         return tuple(args)
     try:
         bound = inspect.signature(fun).bind(*args, **kwargs)
     except (TypeError, ValueError) as e:
-        raise TypeError(f"{who}: cannot match the arguments to {_fun_name(fun)}: {e}") from None
+        raise TypeError(f"The input arguments to the {who}-decorated function {_fun_name(fun)} could "
+                        f"not be resolved to positional-only arguments. Binding failed with the error:\n{e}") from None
     if bound.kwargs:
-        raise TypeError(f"{who}: keyword-only arguments ({', '.join(bound.kwargs)}) are not supported; "
-                        "pass them positionally or close over them")
+        raise TypeError(f"The input arguments to the {who}-decorated function {_fun_name(fun)} could "
+                        "not be resolved to positional-only arguments: the keyword arguments "
+                        f"{', '.join(bound.kwargs)} could not be resolved to positions (keyword-only "
+                        "parameters are not supported; pass them positionally or close over them)")
     return tuple(bound.args)
 
 
@@ -334,13 +327,17 @@ def _bind_call(prim, who, fun, args, kwargs, nondiff_argnums, make_rules):
 
 
 class _CustomFunction:
+    """What ``custom_jvp`` and ``custom_vjp`` share: the wrapped function, its
+    non-differentiable positions, and use as a method decorator."""
     who = "custom"
 
-    def __init__(self, fun: Callable, nondiff_argnums: Sequence[int] = ()):
+    def __init__(self, fun: Callable, nondiff_argnums: Sequence[int] = (), nondiff_argnames: Sequence[str] = ()):
         if not callable(fun):
             raise TypeError(f"{self.who}: expected a function, got {type(fun).__name__}")
         self.fun = fun
-        self.nondiff_argnums = tuple(int(i) for i in nondiff_argnums)
+        self.nondiff_argnums = tuple(int(i) for i in nondiff_argnums) + _argnames_to_nums(
+            self.who, fun, nondiff_argnames, nondiff_argnums)
+        self.nondiff_argnames = tuple(nondiff_argnames)
         functools.update_wrapper(self, fun)
 
     def __get__(self, obj, objtype=None):   # decorating a method
@@ -349,61 +346,23 @@ class _CustomFunction:
         return functools.partial(self, obj)
 
 
-# ----------------------------------------------------------------------------------------------
-# custom_jvp
-# ----------------------------------------------------------------------------------------------
-class custom_jvp(_CustomFunction):
-    """A function with a user-defined forward-mode derivative (JVP)::
-
-        @dynjax.custom_jvp
-        def f(x, y):
-            return jnp.sin(x) * y
-
-        @f.defjvp
-        def f_jvp(primals, tangents):
-            x, y = primals
-            x_dot, y_dot = tangents
-            return f(x, y), jnp.cos(x) * x_dot * y + jnp.sin(x) * y_dot
-
-    Calling ``f`` runs the original function (eagerly, or staged under ``qjit``). Under
-    ``jvp``, ``grad``, ``vjp``, ``jacfwd`` / ``jacrev``, the rule is used instead of
-    differentiating ``f``'s body: ``f_jvp(primals, tangents)`` receives tuples of the
-    positional arguments and of their tangents (arrays of zeros for arguments that are not
-    differentiated) and returns ``(primal_out, tangent_out)`` with the output's structure.
-    For reverse mode the tangent must be computed linearly from ``tangents`` (it is
-    transposed).
-
-    ``nondiff_argnums`` names positional arguments that are not differentiated (Python
-    values, functions...): they are passed first to the rule,
-    ``f_jvp(*nondiff_args, primals, tangents)``, and left out of ``primals``. Keyword
-    arguments are matched to positions. Outputs may only have static sizes or sizes of the
-    inputs. ``f`` may not close over a value being differentiated (pass it as an argument).
-    """
-    who = "custom_jvp"
-
-    def __init__(self, fun: Callable, nondiff_argnums: Sequence[int] = ()):
-        super().__init__(fun, nondiff_argnums)
-        self.jvp = None
-
-    def defjvp(self, jvp: Callable) -> Callable:
-        """Set the JVP rule ``jvp(primals, tangents) -> (primal_out, tangent_out)``; returns
-        ``jvp`` (so it can be used as a decorator)."""
-        if not callable(jvp):
-            raise TypeError(f"custom_jvp.defjvp: expected a function, got {type(jvp).__name__}")
-        self.jvp = jvp
-        return jvp
-
-    @api_boundary
-    def __call__(self, *args, **kwargs):
-        if self.jvp is None:
-            raise AttributeError(f"custom_jvp function {_fun_name(self.fun)} has no JVP rule: "
-                                 "define one with @f.defjvp before calling it")
-
-        def make_rules(nargs, nondiff, num_nd, in_tree, out_tree):
-            return _Rules("custom_jvp", _fun_name(self.fun), nargs, nondiff, num_nd, in_tree, out_tree,
-                          jvp=self.jvp)
-        return _bind_call(custom_jvp_call_p, "custom_jvp", self.fun, args, kwargs, self.nondiff_argnums,
-                          make_rules)
+def _argnames_to_nums(who, fun, names, nums):
+    """The positions of the parameters ``names`` of ``fun`` (``nondiff_argnames``)."""
+    if isinstance(names, str):
+        names = (names,)
+    if not names:
+        return ()
+    try:
+        params = list(inspect.signature(fun).parameters)
+    except (TypeError, ValueError):
+        raise TypeError(f"{who}: nondiff_argnames needs a function with a signature") from None
+    out = []
+    for n in names:
+        if n not in params:
+            raise TypeError(f"{who}: nondiff_argnames entry {n!r} is not a parameter of {_fun_name(fun)}")
+        if params.index(n) not in nums:
+            out.append(params.index(n))
+    return tuple(out)
 
 
 def _closure_check(rules, tangents, num_consts):
@@ -452,11 +411,16 @@ def _as_tangent(rules, t, primal, k, what):
     """The tangent ``t`` given for ``primal``, in the primal's type (a Python scalar or a
     rank-0 tangent is broadcast, another dtype converted); a TypeError if it does not fit."""
     pa = typeof(primal)
+    t = from_symbolic(t)
     if isinstance(t, Zero) or not is_inexact_dtype(pa.dtype):
         return Zero(pa.strip_weak_type())
     if t is None:
         raise TypeError(f"{rules.who}: {what} {k} is None; return zeros for a zero tangent")
-    ta = typeof(t)
+    try:
+        ta = typeof(t)
+    except TypeError:
+        raise TypeError(f"{rules.who}: {what} {k} of the rule of {rules.name} is a {type(t).__name__}, "
+                        "not an array") from None
     if ta.dtype != pa.dtype:
         t = lax.convert_element_type(t, pa.dtype)
     if ta.ndim == 0 and pa.ndim:
@@ -467,123 +431,6 @@ def _as_tangent(rules, t, primal, k, what):
                         f"{pa.str_short()}; it must have the output's shape")
     return t
 
-
-def _custom_jvp_call_jvp(primals, tangents, *, call_jaxpr, num_consts, rules):
-    _closure_check(rules, tangents, num_consts)
-    nd, args = _split_operands(primals, num_consts, rules)
-    ts = [instantiate(t) for t in tangents[num_consts:]]
-    expected = _call_abstract(*primals, call_jaxpr=call_jaxpr, num_consts=num_consts, rules=rules)
-    p_leaves, t_leaves = rules.apply_jvp(nd, args, ts, expected)
-    _check_output_types(rules, p_leaves, expected, "the primal output of the JVP rule")
-    t_out = [_as_tangent(rules, t, p, k, "tangent output") for k, (t, p) in enumerate(zip(t_leaves, p_leaves))]
-    return p_leaves, t_out
-
-
-jvp_rules[custom_jvp_call_p] = _custom_jvp_call_jvp
-
-
-# ----------------------------------------------------------------------------------------------
-# custom_vjp
-# ----------------------------------------------------------------------------------------------
-class custom_vjp(_CustomFunction):
-    """A function with a user-defined reverse-mode derivative (VJP)::
-
-        @dynjax.custom_vjp
-        def clip_gradient(x):
-            return x
-
-        def fwd(x):
-            return x, None                      # (output, residuals)
-
-        def bwd(residuals, ct):
-            return (jnp.clip(ct, -1.0, 1.0),)   # one cotangent per positional argument
-
-        clip_gradient.defvjp(fwd, bwd)
-
-    Calling the function runs the original (eagerly, or staged under ``qjit``). Under
-    ``grad`` / ``vjp`` / ``jacrev``, ``fwd(*args)`` runs instead and returns the output and
-    residuals (a pytree of arrays saved for the backward pass);
-    ``bwd(residuals, ct)`` receives the output's cotangent and returns a tuple with one
-    cotangent per positional argument (``None`` for a zero cotangent). Residuals and
-    cotangents have the dynamic sizes of the primals under ``qjit``.
-
-    With ``nondiff_argnums``, ``fwd`` still takes every argument, ``bwd`` takes the
-    non-differentiable arguments first, ``bwd(*nondiff_args, residuals, ct)``, and returns
-    cotangents for the other arguments only. Forward mode (``jvp``, ``jacfwd``) of a
-    ``custom_vjp`` function is a TypeError.
-    """
-    who = "custom_vjp"
-
-    def __init__(self, fun: Callable, nondiff_argnums: Sequence[int] = ()):
-        super().__init__(fun, nondiff_argnums)
-        self.fwd = None
-        self.bwd = None
-
-    def defvjp(self, fwd: Callable, bwd: Callable) -> None:
-        """Set the forward pass ``fwd(*args) -> (output, residuals)`` and the backward pass
-        ``bwd(residuals, ct) -> tuple of cotangents, one per positional argument``."""
-        for name, f in (("fwd", fwd), ("bwd", bwd)):
-            if not callable(f):
-                raise TypeError(f"custom_vjp.defvjp: {name} must be a function, got {type(f).__name__}")
-        self.fwd, self.bwd = fwd, bwd
-
-    @api_boundary
-    def __call__(self, *args, **kwargs):
-        if self.fwd is None:
-            raise AttributeError(f"custom_vjp function {_fun_name(self.fun)} has no VJP rule: "
-                                 "define one with f.defvjp(fwd, bwd) before calling it")
-
-        def make_rules(nargs, nondiff, num_nd, in_tree, out_tree):
-            return _Rules("custom_vjp", _fun_name(self.fun), nargs, nondiff, num_nd, in_tree, out_tree,
-                          fwd=self.fwd, bwd=self.bwd)
-        return _bind_call(custom_vjp_call_p, "custom_vjp", self.fun, args, kwargs, self.nondiff_argnums,
-                          make_rules)
-
-
-def _custom_vjp_call_jvp(primals, tangents, *, call_jaxpr, num_consts, rules):
-    _closure_check(rules, tangents, num_consts)
-    nd, args = _split_operands(primals, num_consts, rules)
-    expected = _call_abstract(*primals, call_jaxpr=call_jaxpr, num_consts=num_consts, rules=rules)
-    out_leaves, res_leaves, res_tree = rules.apply_fwd(nd, args, expected)
-    _check_output_types(rules, out_leaves, expected, "the output of fwd")
-    ts = [instantiate(t) for t in tangents[num_consts:]]
-    # the non-differentiable operands travel with the residuals: bwd receives them
-    lin = custom_lin_p.bind(*nd, *res_leaves, *out_leaves, *ts, num_res=len(nd) + len(res_leaves),
-                            num_out=len(out_leaves), res_tree=res_tree, rules=rules)
-    t_out = [Zero(typeof(o).strip_weak_type()) if not is_inexact_dtype(typeof(o).dtype) else t
-             for o, t in zip(out_leaves, lin)]
-    return list(out_leaves), t_out
-
-
-jvp_rules[custom_vjp_call_p] = _custom_vjp_call_jvp
-
-
-# ----------------------------------------------------------------------------------------------
-# custom_lin: the linear part, transposed by ``bwd``
-# ----------------------------------------------------------------------------------------------
-def _custom_lin_abstract(*operands, num_res, num_out, res_tree, rules):
-    outs = operands[num_res:num_res + num_out]
-    return [make_aval(aval_of(x).shape, aval_of(x).dtype) for x in outs]
-
-
-def _custom_lin_impl(*operands, **params):
-    raise TypeError(_FORWARD_ERROR)
-
-
-def _custom_lin_lowering(ctx, eqn, *args, **params):
-    raise CustomVJPForwardError(_FORWARD_ERROR)
-
-
-def _custom_lin_transpose(cts, *operands, num_res, num_out, res_tree, rules):
-    res, outs = operands[:num_res], operands[num_res:num_res + num_out]
-    ts = operands[num_res + num_out:]
-    if any(is_undefined(x) for x in list(res) + list(outs)):
-        raise AssertionError("custom_lin: a residual or primal output is linear")
-    cts = [zeros(typeof(o).strip_weak_type()) if c is None else c for c, o in zip(cts, outs)]
-    nd = list(res[:rules.num_nd])
-    arg_avals = [t.aval if is_undefined(t) else None for t in ts]
-    out = rules.apply_bwd(nd, list(res[rules.num_nd:]), res_tree, cts, arg_avals)
-    return [None] * (num_res + num_out) + list(out)
 
 
 def _as_cotangent(rules, c, aval, k):
@@ -598,8 +445,3 @@ def _as_cotangent(rules, c, aval, k):
                         f"has type {ca.str_short()} but the argument has type {aval.str_short()}")
     return c
 
-
-abstract_eval_rules[custom_lin_p] = _custom_lin_abstract
-impl_rules[custom_lin_p] = _custom_lin_impl
-register_lowering(custom_lin_p, _custom_lin_lowering)
-transpose_rules[custom_lin_p] = _custom_lin_transpose
