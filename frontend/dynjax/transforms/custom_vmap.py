@@ -35,7 +35,7 @@ from ..core.pytree import tree_flatten, tree_unflatten
 from ..core.trace import typeof
 from ..lowering.core import register_lowering
 from .batching import batching_rules, to_front
-from .custom import (_call_abstract, _call_impl, _call_lowering, _computed_dim_message, _fun_name,
+from .custom.call import (_call_abstract, _call_impl, _call_lowering, _computed_dim_message, _fun_name,
                      _resolve_args)
 from .jvp import Zero, instantiate, jvp_flat
 
