@@ -184,8 +184,72 @@ def arguments_put_with_a_sharding_run_sharded():
     assert np.array_equal(g(x), np.cumsum(x) * 2)   # a plain array runs on one device
 
 
+@case
+def shard_map_matches_jax():
+    """Collectives over mesh axes inside shard_map, against jax's shard_map on its own four
+    CPU devices (``check_vma=False``: jax cannot prove an all_gather's result replicated)."""
+    import jax
+    from jax.sharding import PartitionSpec as JP
+    jax.config.update("jax_enable_x64", True)
+    mesh = dynjax.make_mesh((2, 2), ("x", "y"))
+    jmesh = jax.sharding.Mesh(np.array(jax.devices()).reshape(2, 2), ("x", "y"))
+
+    def body(L):
+        def f(blk, w):
+            return (blk - L.pmean(blk, "x"), L.psum(blk.sum(), ("x", "y")),
+                    L.all_gather(blk, "y", axis=1, tiled=True), L.psum(blk @ w, "y"),
+                    blk * L.axis_index("y") + L.ppermute(blk, "x", [(0, 1), (1, 0)]))
+        return f
+    specs = dict(in_specs=(P("x", "y"), P("y", None)), out_specs=(P("x", "y"), P(), P("x", None), P("x", None),
+                                                                  P("x", "y")))
+    jspecs = dict(in_specs=(JP("x", "y"), JP("y", None)),
+                  out_specs=(JP("x", "y"), JP(), JP("x", None), JP("x", None), JP("x", "y")))
+    rng = np.random.default_rng(5)
+    a, w = rng.standard_normal((8, 6)), rng.standard_normal((6, 3))
+    want = jax.jit(jax.shard_map(body(jax.lax), mesh=jmesh, check_vma=False, **jspecs))(a, w)
+    got = dynjax.shard_map(body(dynjax.lax), mesh=mesh, **specs)(a, w)
+    for g, wv in zip(got, want):
+        np.testing.assert_allclose(g, np.asarray(wv), rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(got[3], a @ w, rtol=1e-12)
+
+
+@case
+def shard_map_in_a_sharded_qjit_with_dynamic_rows():
+    """A row-split matmul with a psum over the contracted axis, in a qjit whose argument is
+    laid out on the same mesh; the rows are dynamic (a multiple of the x axis, as shard_map
+    needs) and one trace serves every size."""
+    mesh = dynjax.make_mesh((2, 2), ("x", "y"))
+    mm = dynjax.shard_map(lambda x, w: dynjax.lax.psum(x @ w, "y"), mesh=mesh,
+                          in_specs=(P("x", "y"), P("y", None)), out_specs=P("x", None))
+    f = dynjax.qjit(mm, abstracted_axes=({0: "n"}, {}), in_shardings=(NamedSharding(mesh, P("x", "y")), None))
+    rng = np.random.default_rng(6)
+    w = rng.standard_normal((6, 3))
+    for n in (0, 2, 8, 14):
+        x = rng.standard_normal((n, 6))
+        np.testing.assert_allclose(f(x, w), x @ w, rtol=1e-12, atol=1e-14)
+    assert f.traces == 1
+    raises(ValueError, f, rng.standard_normal((5, 6)), w, match="reshape")
+
+
+@case
+def shard_map_errors():
+    mesh = dynjax.make_mesh((2, 2), ("x", "y"))
+    x = np.ones((4, 4))
+    raises(ValueError, dynjax.shard_map(lambda b: b * 2, mesh=mesh, in_specs=P("x"), out_specs=P()), x,
+           match="varies over the mesh axis 'x'")
+    raises(ValueError, dynjax.shard_map(lambda b: b, mesh=mesh, in_specs=P("z"), out_specs=P()), x,
+           match="'z'")
+    raises(ValueError, dynjax.shard_map(lambda b: b, mesh=mesh, in_specs=P("x"), out_specs=P("x")),
+           np.ones((3, 4)), match="does not split")
+    raises(ValueError, dynjax.shard_map(lambda b: b, in_specs=P("x"), out_specs=P("x")), x, match="mesh")
+    with mesh:   # the mesh of the enclosing `with`
+        out = dynjax.shard_map(lambda b: b + dynjax.lax.axis_index("x"), in_specs=P("x"), out_specs=P("x"))(x)
+    np.testing.assert_array_equal(out, x + np.array([0, 0, 1, 1])[:, None])
+
+
 if __name__ == "__main__":
     os.environ["DYNJAX_NUM_CPU_DEVICES"] = "4"   # before the first use of XLA in this process
+    os.environ["XLA_FLAGS"] = os.environ.get("XLA_FLAGS", "") + " --xla_force_host_platform_device_count=4"
     os.environ.setdefault("DYNJAX_DISABLE_DISK_CACHE", "1")
     results = {}
     for name, fn in CASES.items():

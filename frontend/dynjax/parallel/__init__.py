@@ -5,6 +5,8 @@ in_shardings=...)``), and the device inventory (``dynjax.devices()``).
 * ``sharding.py`` — ``Mesh``, ``make_mesh``, ``PartitionSpec``, ``NamedSharding``,
   ``SingleDeviceSharding``: how an array is laid out over devices.
 * ``arrays.py``   — ``ShardedArray``: what ``device_put(x, sharding)`` returns.
+* ``shard_map.py`` — ``shard_map``: a per-device function mapped over a mesh (nested vmaps
+  named after the mesh axes, so the collectives of ``lax`` act across devices).
 
 Compiling and running a partitioned program is ``execution/sharded_runs.py`` (over
 ``runtime/sharded.py``, which drives XLA's SPMD partitioner).
@@ -14,3 +16,4 @@ from .devices import (default_backend, device_count, devices, local_device_count
 from .sharding import (Mesh, NamedSharding, P, PartitionSpec, Sharding,  # noqa: F401
                        SingleDeviceSharding, current_mesh, make_mesh)
 from .arrays import ShardedArray  # noqa: F401
+from .shard_map import shard_map  # noqa: F401

@@ -15,10 +15,10 @@ its length must be a multiple of the number of blocks (checked when the sizes ar
 """
 from __future__ import annotations
 
-from typing import Any, Callable, List, Optional, Sequence
+from typing import Any, Callable, List, Optional
 
 from ..core.errors import api_boundary
-from ..core.pytree import tree_flatten, tree_leaves, tree_structure, tree_unflatten, flatten_up_to
+from ..core.pytree import flatten_up_to, tree_flatten, tree_leaves, tree_structure, tree_unflatten
 from ..core.trace import typeof
 from ..lax import api as lax
 from .sharding import Mesh, PartitionSpec, current_mesh
@@ -124,16 +124,17 @@ def shard_map(f: Optional[Callable] = None, /, *, out_specs, in_specs=None, mesh
                                    axis_names=axis_names, check_vma=check_vma, check_rep=check_rep)
     if not callable(f):
         raise TypeError(f"shard_map: the first argument must be a function, got {type(f).__name__}")
-    mesh = mesh if mesh is not None else current_mesh()
-    if not isinstance(mesh, Mesh):
-        raise ValueError("shard_map: give mesh= (a dynjax.sharding.Mesh) or call it inside `with mesh:`")
     if in_specs is None:
         raise TypeError("shard_map: in_specs is required")
-    mapped = [n for n in mesh.axis_names if not axis_names or n in axis_names]
+    given_mesh = mesh
 
     @api_boundary
     def wrapped(*args):
         from ..transforms.batching import to_front, vmap_flat
+        mesh = given_mesh if given_mesh is not None else current_mesh()
+        if not isinstance(mesh, Mesh):
+            raise ValueError("shard_map: give mesh= (a dynjax.sharding.Mesh) or call it inside `with mesh:`")
+        mapped = [n for n in mesh.axis_names if not axis_names or n in axis_names]
         leaves, tree = tree_flatten(args)
         specs = _spec_leaves(tuple(in_specs) if isinstance(in_specs, list) else in_specs, args, "in_specs")
         vals, axes_of = [], []
