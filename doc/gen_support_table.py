@@ -32,7 +32,7 @@ _COLLECTIVE = ("a collective dynjax does not offer yet (dynjax's collectives act
                "vmap(axis_name=...); shard_map and pmap are not there yet)")
 _PRIMITIVE = ("a JAX primitive object: dynjax's primitives are dynjax.lax.primitives.*_p, with their own "
               "names and rules")
-_SHARDING = "sharding and devices: dynjax runs a program on one device"
+_SHARDING = "a placement primitive of JAX's runtime: dynjax places arrays with device_put(x, sharding) and sharded qjit calls"
 _TOKEN = "tokens and ordering effects: dynjax orders effects itself (dynjax.debug)"
 
 _DERIVED = "no primitive: dynjax computes it from other primitives: "
@@ -84,7 +84,6 @@ _LAX_PRIMITIVES = {
     **{n: "JAX's primitives for the derivative of max / min pooling; dynjax differentiates its "
           "reduce_window primitive with rules of its own" for n in (
         "select_and_gather_add_p", "select_and_scatter_add_p", "select_and_scatter_p")},
-    "sharding_constraint_p": _SHARDING,
     **{f"shift_right_{n}_p": ("dynjax has one shift_right primitive: arithmetic for signed and "
                               "logical for unsigned dtypes (numpy's right_shift); "
                               "lax.shift_right_logical / _arithmetic bitcast to the other signedness "
@@ -118,7 +117,6 @@ REASONS = {
     },
     "jax.lax": {
         **{n: _COLLECTIVE for n in ("pbroadcast", "pcast", "precv", "psend", "pswapaxes", "ragged_all_to_all")},
-        "with_sharding_constraint": _SHARDING,
         "after_all": _TOKEN, "create_token": _TOKEN,
         "platform_dependent": "dynjax compiles for the CPU only",
         "composite": "StableHLO composites are not emitted",

@@ -43,4 +43,5 @@ from .parallel import (default_backend, device_count, devices, local_device_coun
 from . import sharding  # noqa: E402,F401  (dynjax.sharding: Mesh, PartitionSpec, NamedSharding, ...)
 from .parallel.sharding import PartitionSpec as P  # noqa: E402,F401
 from .parallel.shard_map import shard_map  # noqa: E402,F401
+from .parallel.constraints import with_sharding_constraint  # noqa: E402,F401
 from . import distributed  # noqa: E402,F401  (dynjax.distributed: initialize / shutdown)

@@ -754,3 +754,4 @@ from . import reduce_window as _reduce_window  # noqa: E402,F401
 from . import barrier as _barrier  # noqa: E402,F401
 from . import prng as _prng  # noqa: E402,F401
 from . import collectives as _collectives  # noqa: E402,F401
+from . import sharding as _sharding  # noqa: E402,F401

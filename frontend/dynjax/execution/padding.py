@@ -409,6 +409,8 @@ for _p in _special.UNARY + _special.BINARY:   # elementwise special functions
     padding_rules[_p] = _same
 from ..lax import barrier as _barrier  # noqa: E402
 padding_rules[_barrier.optimization_barrier_p] = _same   # the identity
+from ..lax import sharding as _sharding_constraint  # noqa: E402
+padding_rules[_sharding_constraint.sharding_constraint_p] = _same   # an annotation
 
 
 def _slice(ctx, eqn, x):

@@ -53,3 +53,5 @@ from .collectives import (all_gather, all_to_all, axis_index, axis_size, pmax, p
                           pmin, ppermute, pshuffle, psum, psum_scatter)
 from .collectives import (all_gather_p, all_to_all_p, axis_index_p, pmax_p, pmin_p,  # noqa: E402,F401
                           ppermute_p, psum_p)
+from .sharding import sharding_constraint_p  # noqa: E402,F401
+from ..parallel.constraints import with_sharding_constraint  # noqa: E402,F401  (JAX's lax name)

@@ -17,3 +17,4 @@ from .sharding import (Mesh, NamedSharding, P, PartitionSpec, Sharding,  # noqa:
                        SingleDeviceSharding, current_mesh, make_mesh)
 from .arrays import ShardedArray  # noqa: F401
 from .shard_map import shard_map  # noqa: F401
+from .constraints import with_sharding_constraint  # noqa: F401

@@ -642,3 +642,4 @@ from . import prng as _prng  # noqa: E402,F401
 from . import barrier as _barrier  # noqa: E402,F401
 from . import collectives as _collectives  # noqa: E402,F401  (psum, all_gather, ...: named axes)
 from .axes import vmap  # noqa: E402  (the user-level function: in_axes / out_axes, errors)
+from . import sharding as _sharding  # noqa: E402,F401  (sharding_constraint)

@@ -762,3 +762,4 @@ from . import bits as _bits  # noqa: E402,F401
 from . import prng as _prng  # noqa: E402,F401
 from . import barrier as _barrier  # noqa: E402,F401  (optimization_barrier, and its transpose)
 from . import collectives as _collectives  # noqa: E402,F401  (psum, all_gather, ...)
+from . import sharding as _sharding  # noqa: E402,F401  (sharding_constraint)
