@@ -34,6 +34,21 @@ def main(address, num_processes, process_id, die=False):
         y, s = f(x, w)
         out[f"matmul_{n}"] = bool(np.allclose(y, x @ w, rtol=1e-12))
         out[f"sum_{n}"] = bool(np.allclose(s, np.sum(x ** 2), rtol=1e-12))
+    # a shard_map whose psum crosses the processes: rows over both processes, columns within one
+    mesh2 = dynjax.make_mesh((2, 2), ("proc", "dev"))
+    mm = dynjax.shard_map(lambda x, w: dynjax.lax.psum(x @ w, "dev"), mesh=mesh2,
+                          in_specs=(P("proc", "dev"), P("dev", None)), out_specs=P("proc", None))
+    g = dynjax.qjit(mm, abstracted_axes=({0: "n"}, {}),
+                    in_shardings=(NamedSharding(mesh2, P("proc", "dev")), None))
+    w2 = rng.standard_normal((4, 3))
+    for n in (2, 10):
+        x = rng.standard_normal((n, 4))
+        out[f"shard_map_{n}"] = bool(np.allclose(g(x, w2), x @ w2, rtol=1e-12))
+    total = dynjax.qjit(lambda x: dynjax.shard_map(lambda b: dynjax.lax.psum(b.sum(), ("proc", "dev")), mesh=mesh2,
+                                                   in_specs=P(("proc", "dev")), out_specs=P())(x),
+                        in_shardings=NamedSharding(mesh2, P(("proc", "dev"))))
+    v = np.arange(8.0)
+    out["psum_all"] = float(total(v)) == 28.0
     dynjax.distributed.shutdown()
     sys.stdout.write("\nRESULT " + json.dumps(out) + "\n")   # gloo prints to stdout too
 

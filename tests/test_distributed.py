@@ -1,6 +1,7 @@
 """Two processes with two CPU devices each, as one computation (``dynjax.distributed`` on
 XLA's distributed runtime, gloo collectives over TCP on 127.0.0.1): a program sharded over
-all four devices gives both processes numpy's result, at batch sizes that do not divide 4;
+all four devices gives both processes numpy's result, at batch sizes that do not divide 4, and
+so does a shard_map whose psum crosses the processes;
 and a process that dies makes the other fail within a bounded time instead of hanging."""
 import json
 import os
@@ -62,6 +63,7 @@ def test_two_processes_share_a_sharded_program():
         assert set(got["local"]) <= set(got["devices"])
         for n in (1, 8, 13):
             assert got[f"matmul_{n}"] and got[f"sum_{n}"], (k, n, got)
+        assert got["shard_map_2"] and got["shard_map_10"] and got["psum_all"], (k, got)
 
 
 def test_a_process_that_dies_makes_the_other_fail_not_hang():
