@@ -219,7 +219,6 @@ def psum_scatter(x, axis_name, *, scatter_dimension: int = 0, axis_index_groups=
     """The sum over the named axis, of which member ``k`` keeps block ``k`` along
     ``scatter_dimension`` (that dimension's length must be the axis size, or a multiple of
     it when ``tiled``)."""
-    from . import api as lax
     _no_groups(axis_index_groups, "psum_scatter")
     names = _names(axis_name)
 
@@ -232,11 +231,10 @@ def psum_scatter(x, axis_name, *, scatter_dimension: int = 0, axis_index_groups=
                 (not tiled and length != total) or (tiled and length % total)):
             raise ValueError(f"psum_scatter: dimension {d} of length {length} "
                              f"{'is not a multiple of' if tiled else 'must equal'} the axis size {total}")
-        # the first name is the major one: scatter over it first, tiled
-        for n in names:
-            v = bind_one(psum_scatter_p, v, n, scatter_dimension=d, tiled=True)
-        if not tiled:
-            v = lax.squeeze(v, (d,))
+        # the first name is the major one: scatter over it first, in blocks; the last one
+        # removes the dimension unless tiled
+        for k, n in enumerate(names):
+            v = bind_one(psum_scatter_p, v, n, scatter_dimension=d, tiled=bool(tiled) or k < len(names) - 1)
         return v
     return _leafwise(one, x)
 

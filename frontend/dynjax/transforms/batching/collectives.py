@@ -100,8 +100,9 @@ def _psum_scatter(size, vals, dims, *, trace, axis_name, axis_size, scatter_dime
         x = to_front(x, d, size)
         return bind_one(psum_scatter_p, x, axis_name, scatter_dimension=s + 1, tiled=tiled), 0
     total, _ = batching_rules[psum_p](size, [x], [d], trace=trace, axis_name=axis_name, axis_size=axis_size)
-    # member k keeps block k of the scatter dimension: that block index is the batch axis
-    return _split(total, s, trace.size), s
+    # member k keeps block k of the scatter dimension (element k when not tiled): the block
+    # index is the batch axis
+    return (_split(total, s, trace.size) if tiled else total), s
 
 
 @_registered(all_to_all_p)
