@@ -602,7 +602,7 @@ def test_every_primitive_has_a_jvp_rule():
 
 
 def test_every_registered_primitive_has_jvp_batching_and_cost_rules():
-    """Every primitive of every family (not only lax/primitives.py: linalg, special, prng,
+    """Every primitive of every family (not only lax/primitives/: linalg, special, prng,
     bits, fft, convolution, cumulative, reduce_window, callbacks, control flow) has a jvp, a
     batching and a cost rule; only custom_vjp's linear part, which never runs forward, has
     none but its batching rule."""

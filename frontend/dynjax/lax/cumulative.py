@@ -3,7 +3,7 @@
 
 ``cummax[axis, reverse] x`` / ``cummin[axis, reverse] x`` are inclusive running extrema along
 one axis (``reverse``: from the end), in the operand's dtype, as ``cumsum`` / ``cumprod`` (in
-``lax/primitives.py``) are running sums and products. Floats order ``-0.0`` before ``+0.0`` and
+``lax/primitives/reductions.py``) are running sums and products. Floats order ``-0.0`` before ``+0.0`` and
 a NaN propagates, as XLA's ``max`` / ``min``. They lower to the scans of ``lowering/rules.py``
 with ``max`` / ``min`` combines (``lowering/cumulative.py``).
 
