@@ -27,6 +27,8 @@ from .transforms.jvp import jvp  # noqa: E402,F401
 from .transforms.api import (float0, grad, hessian, jacfwd, jacobian, jacrev, linearize,  # noqa: E402,F401
                              value_and_grad, vjp)
 from .transforms.custom import custom_jvp, custom_vjp  # noqa: E402,F401
+from . import ad_checkpoint, checkpoint_policies  # noqa: E402,F401  (checkpoint / remat and its policies)
+from .ad_checkpoint import checkpoint, remat  # noqa: E402,F401
 from .transforms.batching import vmap  # noqa: E402,F401
 from . import debug, extend  # noqa: E402,F401
 from .cost_model import cost_analysis  # noqa: E402,F401

@@ -1,0 +1,122 @@
+"""Gradient checkpointing (rematerialization): ``checkpoint`` (alias ``remat``),
+``checkpoint_name`` and ``checkpoint_policies``, with JAX's signatures
+(``jax.checkpoint``, ``jax.ad_checkpoint``).
+
+``checkpoint(fun)`` computes what ``fun`` computes; under ``grad`` / ``vjp`` / ``linearize``
+the values computed inside ``fun`` are not stored for the backward pass (unless the
+``policy`` saves them) but recomputed there from ``fun``'s inputs: less memory, more work.
+The primitive and its rules are in ``transforms/remat.py``; see doc/autodiff.md,
+"Rematerialization".
+"""
+from __future__ import annotations
+
+import functools
+import numbers
+from typing import Callable, Sequence, Union
+
+import numpy as np
+
+from . import checkpoint_policies
+from .checkpoint_policies import Policy
+from .core.errors import api_boundary
+from .core.pytree import tree_flatten, tree_map, tree_unflatten
+from .core.trace import typeof
+from .transforms.remat import bind_checkpoint, name_p
+
+__all__ = ["checkpoint", "remat", "checkpoint_name", "checkpoint_policies"]
+
+
+def _static_argnums(static_argnums) -> tuple:
+    if isinstance(static_argnums, numbers.Integral) and not isinstance(static_argnums, bool):
+        return (int(static_argnums),)
+    try:
+        nums = tuple(static_argnums)
+    except TypeError:
+        raise TypeError(f"checkpoint: static_argnums must be an int or a sequence of ints, got "
+                        f"{type(static_argnums).__name__}") from None
+    for i in nums:
+        if not isinstance(i, numbers.Integral) or isinstance(i, bool):
+            raise TypeError(f"checkpoint: static_argnums must hold ints, got {i!r}")
+    return tuple(int(i) for i in nums)
+
+
+def _as_policy(policy):
+    if policy is None or isinstance(policy, Policy):
+        return policy
+    if not callable(policy):
+        raise TypeError(f"checkpoint: policy must be None or a function policy(primitive, *avals, **params) "
+                        f"-> bool (see dynjax.checkpoint_policies), got {type(policy).__name__}")
+    return Policy(policy, getattr(policy, "__name__", type(policy).__name__))
+
+
+def _leaf(x, where):
+    if isinstance(x, (list, tuple)):
+        x = np.asarray(x)
+    try:
+        typeof(x)
+    except TypeError:
+        raise TypeError(f"checkpoint: {where} is a {type(x).__name__}, not an array or a scalar; pass "
+                        "non-array arguments with static_argnums") from None
+    return x
+
+
+def checkpoint(fun: Callable, *, prevent_cse: bool = True, policy: Union[Callable, None] = None,
+               static_argnums: Union[int, Sequence[int]] = ()) -> Callable:
+    """``fun`` with rematerialization (JAX's ``jax.checkpoint``): the same values, but under
+    ``grad`` / ``vjp`` / ``linearize`` the values computed inside ``fun`` are recomputed in
+    the backward pass from ``fun``'s inputs instead of being stored, except those the
+    ``policy`` saves (see ``dynjax.checkpoint_policies``; None saves nothing).
+
+    ``prevent_cse`` (default True) keeps the recomputation from being merged with the
+    forward computation by common-subexpression elimination (which would store the values
+    after all), through an optimization barrier on its inputs. ``static_argnums`` names
+    positional arguments that are Python values, not arrays (closed over, not traced).
+    Arguments are pytrees of arrays; outputs may only have static sizes or sizes of the
+    inputs.
+    """
+    if not callable(fun):
+        raise TypeError(f"checkpoint: the first argument must be a function, got {type(fun).__name__}")
+    statics = _static_argnums(static_argnums)
+    policy = _as_policy(policy)
+    prevent_cse = bool(prevent_cse)
+
+    @functools.wraps(fun)
+    @api_boundary
+    def checkpointed(*args, **kwargs):
+        nargs = len(args)
+        static = {}
+        for i in statics:
+            if not -nargs <= i < nargs:
+                raise ValueError(f"checkpoint: static_argnums entry {i} is out of range for {nargs} "
+                                 "positional arguments")
+            static[i % nargs] = args[i]
+        dynamic = [a for i, a in enumerate(args) if i not in static]
+        leaves, in_tree = tree_flatten((dynamic, kwargs))
+        leaves = [_leaf(x, f"argument leaf {k}") for k, x in enumerate(leaves)]
+        box = []
+
+        def flat(*xs):
+            dyn, kw = tree_unflatten(in_tree, list(xs))
+            it = iter(dyn)
+            full = [static[i] if i in static else next(it) for i in range(nargs)]
+            out_leaves, out_tree = tree_flatten(fun(*full, **kw))
+            box.append(out_tree)
+            return [_leaf(x, f"output leaf {k}") for k, x in enumerate(out_leaves)]
+
+        outs = bind_checkpoint(flat, leaves, policy=policy, prevent_cse=prevent_cse)
+        return tree_unflatten(box[0], outs)
+    return checkpointed
+
+
+#: JAX's other name for ``checkpoint``.
+remat = checkpoint
+
+
+def checkpoint_name(x, name):
+    """``x`` (a pytree of arrays) unchanged, labelled ``name`` for the name policies
+    (``save_only_these_names(name)`` ...). The identity under every transformation."""
+    try:
+        hash(name)
+    except TypeError:
+        raise TypeError(f"checkpoint_name: name must be hashable (a string), got a {type(name).__name__}") from None
+    return tree_map(lambda leaf: name_p.bind(_leaf(leaf, "checkpoint_name's argument"), name=name), x)
