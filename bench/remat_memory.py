@@ -1,10 +1,13 @@
-"""Peak memory of ``grad`` through a long ``scan``, with and without ``checkpoint`` on the step.
+"""Peak memory of ``grad`` through a long chain of steps, with and without ``checkpoint`` on
+the step.
 
-    python bench/remat_memory.py [--steps 1000] [--n 100000] [--variants ...]
+    python bench/remat_memory.py [--program scan|unrolled] [--steps N] [--n 100000] [--variants ...]
 
-The program: ``c -> c + 1e-3 * (sin(c) * c + cos(c))``, ``steps`` times over ``n`` float64
-elements (``lax.scan``), loss ``sum`` of the final carry, gradient with respect to the
-initial carry. Variants: dynjax compiled (``qjit(grad(loss))``, abstracted axis), dynjax
+The step: ``c -> c + 1e-3 * (sin(c) * c + cos(c))`` over ``n`` float64 elements, ``steps``
+times, loss ``sum`` of the final carry, gradient with respect to the initial carry. The
+``scan`` program (default: 1000 steps) runs the steps in ``lax.scan``; the ``unrolled`` one
+(default: 200 steps) calls the step in a Python loop, so the program is one long straight
+line of equations. Variants: dynjax compiled (``qjit(grad(loss))``, abstracted axis), dynjax
 eager (``grad(loss)``), and ``jax.jit(jax.grad(loss))``, each with and without
 ``checkpoint`` / ``jax.checkpoint`` on the step.
 
@@ -43,7 +46,16 @@ def numpy_grad(c0, steps):
     return g
 
 
-def run_variant(name: str, steps: int, n: int) -> dict:
+def chain(step, c, steps, scan, program):
+    """``steps`` applications of ``step`` to ``c``: in ``scan``, or unrolled in Python."""
+    if program == "scan":
+        return scan(step, c, None, length=steps)[0]
+    for _ in range(steps):
+        c = step(c, None)[0]
+    return c
+
+
+def run_variant(name: str, steps: int, n: int, program: str) -> dict:
     """In this (fresh) process: build the variant, measure one call."""
     os.environ["DYNJAX_DISABLE_DISK_CACHE"] = "1"
     os.environ.setdefault("JAX_PLATFORMS", "cpu")
@@ -62,7 +74,7 @@ def run_variant(name: str, steps: int, n: int) -> dict:
             step = dynjax.checkpoint(step)
 
         def loss(c):
-            return jnp.sum(lax.scan(step, c, None, length=steps)[0])
+            return jnp.sum(chain(step, c, steps, lax.scan, program))
         fn = dynjax.grad(loss)
         if "qjit" in name:
             fn = dynjax.qjit(fn, abstracted_axes=({0: "n"},))
@@ -88,7 +100,7 @@ def run_variant(name: str, steps: int, n: int) -> dict:
             step = jax.checkpoint(step)
 
         def loss(c):
-            return jjnp.sum(jax.lax.scan(step, c, None, length=steps)[0])
+            return jjnp.sum(chain(step, c, steps, jax.lax.scan, program))
         fn = jax.jit(jax.grad(loss))
         base = maxrss_mb()
         t0 = time.perf_counter()
@@ -105,24 +117,28 @@ def run_variant(name: str, steps: int, n: int) -> dict:
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--steps", type=int, default=1000)
+    ap.add_argument("--program", choices=("scan", "unrolled"), default="scan")
+    ap.add_argument("--steps", type=int, default=None)
     ap.add_argument("--n", type=int, default=100_000)
     ap.add_argument("--variants", nargs="*", default=list(VARIANTS))
     ap.add_argument("--one", help=argparse.SUPPRESS)   # run one variant in this process
     args = ap.parse_args()
+    if args.steps is None:
+        args.steps = 1000 if args.program == "scan" else 200
     if args.one:
-        print(json.dumps(run_variant(args.one, args.steps, args.n)))
+        print(json.dumps(run_variant(args.one, args.steps, args.n, args.program)))
         return
     rows = []
     for v in args.variants:
-        out = subprocess.run([sys.executable, __file__, "--one", v, "--steps", str(args.steps), "--n", str(args.n)],
+        out = subprocess.run([sys.executable, __file__, "--one", v, "--steps", str(args.steps), "--n", str(args.n),
+                              "--program", args.program],
                              capture_output=True, text=True)
         if out.returncode != 0:
             print(f"{v}: failed\n{out.stderr[-2000:]}", file=sys.stderr)
             continue
         rows.append(json.loads(out.stdout.strip().splitlines()[-1]))
     carries = args.steps * args.n * 8 / 2**20
-    print(f"grad of a {args.steps}-step scan over {args.n} float64 elements "
+    print(f"grad of a {args.steps}-step {args.program} chain over {args.n} float64 elements "
           f"(one carry per step: {carries:.0f} MiB)\n")
     print("| variant | peak RSS - baseline (MiB) | XLA temp buffers (MiB) | first call (s) | max rel. err vs numpy |")
     print("|---|---|---|---|---|")

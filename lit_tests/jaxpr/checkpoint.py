@@ -27,22 +27,34 @@ print(dynjax.make_jaxpr(ck, abstracted_axes=axes)(np.ones(3), np.ones((3, 3))))
 # CHECK-NEXT: prevent_cse=True
 # CHECK-NEXT: ] [[N]] [[X]] [[W]]
 
-# the dot is saved (computed once, before the barrier); sin and cos are recomputed from it
+# the dot is saved (computed once, in the forward pass); the backward pass is a checkpoint
+# again (so that a second derivative recomputes it too), which recomputes sin and cos from
+# the saved dot behind a barrier and applies the transposed tangent operations
 print(dynjax.make_jaxpr(dynjax.grad(lambda x, w: jnp.sum(ck(x, w))), abstracted_axes=axes)(
     np.ones(3), np.ones((3, 3))))
 # CHECK: { lambda ; [[N:[a-z]+]]:i64[] [[X:[a-z]+]]:f64[[[N]]] [[W:[a-z]+]]:f64[[[N]],[[N]]]. let
 # CHECK-NEXT: [[D:[a-z]+]]:f64[[[N]]] = dot_general{{.*}} [[X]] [[W]]
-# CHECK-NEXT: [[DB:[a-z]+]]:f64[[[N]]] [[XB:[a-z]+]]:f64[[[N]]] [[WB:[a-z]+]]:f64[[[N]],[[N]]] = optimization_barrier [[D]] [[X]] [[W]]
-# CHECK-NEXT: {{[a-z]+}}:f64[[[N]]] = sin [[DB]]
-# CHECK-NEXT: {{[a-z]+}}:f64[[[N]]] = cos [[DB]]
-# CHECK-NOT: checkpoint
+# CHECK-NEXT: [[CT:[a-z]+]]:f64[[[N]]] = broadcast_in_dim{{.*}} 1.0 [[N]]
+# CHECK-NEXT: {{[a-z]+}}:f64[[[N]]] = checkpoint[
+# CHECK-NEXT: jaxpr={ lambda ; [[G:[a-z]+]]:i64[] [[H:[a-z]+]]:f64[[[G]]] {{[a-z]+}}:i64[] [[J:[a-z]+]]:f64[[[G]]] [[K:[a-z]+]]:f64[[[G]],[[G]]] [[L:[a-z]+]]:f64[[[G]]]. let
+# CHECK-NEXT: [[M:[a-z]+]]:f64[[[G]]] {{[a-z]+}}:f64[[[G]]] {{[a-z]+}}:f64[[[G]],[[G]]] = optimization_barrier [[H]] [[J]] [[K]]
+# CHECK-NEXT: {{[a-z]+}}:f64[[[G]]] = sin [[M]]
+# CHECK-NEXT: {{[a-z]+}}:f64[[[G]]] = cos [[M]]
+# CHECK: dot_general
+# CHECK: policy=dots_saveable
+# CHECK-NEXT: prevent_cse=True
+# CHECK-NEXT: ] [[N]] [[D]] [[N]] [[X]] [[W]] [[CT]]
 
 # with the default policy (nothing saveable) only the input is kept: everything is recomputed
 # from it behind the barrier
 g = dynjax.grad(lambda x: jnp.sum(dynjax.checkpoint(lambda v: jnp.sin(jnp.sin(v)))(x)))
 print(dynjax.make_jaxpr(g, abstracted_axes=({0: "n"},))(np.ones(3)))
 # CHECK: { lambda ; [[N:[a-z]+]]:i64[] [[X:[a-z]+]]:f64[[[N]]]. let
-# CHECK-NEXT: [[XB:[a-z]+]]:f64[[[N]]] = optimization_barrier [[X]]
-# CHECK-NEXT: [[S:[a-z]+]]:f64[[[N]]] = sin [[XB]]
-# CHECK-NEXT: {{[a-z]+}}:f64[[[N]]] = cos [[XB]]
-# CHECK-NEXT: {{[a-z]+}}:f64[[[N]]] = cos [[S]]
+# CHECK-NEXT: [[CT:[a-z]+]]:f64[[[N]]] = broadcast_in_dim{{.*}} 1.0 [[N]]
+# CHECK-NEXT: {{[a-z]+}}:f64[[[N]]] = checkpoint[
+# CHECK-NEXT: jaxpr={ lambda ; [[E:[a-z]+]]:i64[] [[F:[a-z]+]]:f64[[[E]]] {{[a-z]+}}:f64[[[E]]]. let
+# CHECK-NEXT: [[XB:[a-z]+]]:f64[[[E]]] = optimization_barrier [[F]]
+# CHECK-NEXT: [[S:[a-z]+]]:f64[[[E]]] = sin [[XB]]
+# CHECK-NEXT: {{[a-z]+}}:f64[[[E]]] = cos [[XB]]
+# CHECK-NEXT: {{[a-z]+}}:f64[[[E]]] = cos [[S]]
+# CHECK: ] [[N]] [[X]] [[CT]]

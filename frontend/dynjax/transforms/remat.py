@@ -48,7 +48,7 @@ from ..lowering.core import register_lowering
 from .batching import _eval_batched, _front_all, batching_rules
 from .jvp import Zero, instantiate, jvp_flat
 from .partial_eval import _Split, dependence, dependence_rules, eval_split, live_inputs
-from .transpose import backward_pass
+from .transpose import backward_pass, is_undefined, zeros
 
 __all__ = ["checkpoint_p", "name_p", "bind_checkpoint"]
 
@@ -192,11 +192,16 @@ def _barrier(values: List[Any]) -> List[Any]:
     return [next(outs) if p else x for x, p in zip(values, pick)]
 
 
-def _stage_recomputation(jaxpr: Jaxpr, first: _Saving, vals, flags, prevent_cse: bool) -> List[Any]:
+def _stage_recomputation(jaxpr: Jaxpr, first: _Saving, vals, flags, policy, prevent_cse: bool) -> List[Any]:
     """Step 2, in the linear scope: the unknown outputs of ``jaxpr``, computed from the
     unknown operands, the saved values and a recomputation of the other known values they
     need (from the known operands). ``vals`` holds the operands (known values, or the staged
-    values of the unknown ones). Returns every output (None for the known ones)."""
+    values of the unknown ones). Returns every output (None for the known ones).
+
+    The recomputation and the tangent operations are one ``checkpoint`` equation of the
+    linear program (linear in the tangents), whose transpose rule runs both when the
+    backward pass reaches it: the recomputed values live only while its cotangents are
+    computed (eagerly too), and a later differentiation sees a checkpoint again."""
     out_unknown = [first.is_unknown(v) for v in jaxpr.outvars]
     saved_eqns = [e for e in jaxpr.eqns if id(e) in first.saved]
     saved_vars = [v for e in saved_eqns for v in e.outvars]
@@ -207,12 +212,27 @@ def _stage_recomputation(jaxpr: Jaxpr, first: _Saving, vals, flags, prevent_cse:
     cut = Jaxpr([], saved_vars + list(jaxpr.invars), live_equations(rest, outvars), outvars)
     live = live_inputs(cut, [True] * len(outvars))
     ns = len(saved_vars)
-    known = [x if lv else None for x, lv in zip(saved_vals, live[:ns])]
-    known += [None if f or not lv else x for x, f, lv in zip(vals, flags, live[ns:])]
-    if prevent_cse:
-        known = _barrier(known)
-    values = [x if not f else v for x, v, f in zip(known, [None] * ns + list(vals), [False] * ns + list(flags))]
-    outs = iter(eval_split(cut, values, [False] * ns + list(flags)))
+    cut_flags = [False] * ns + list(flags)
+    values = list(saved_vals) + list(vals)
+    # the call's operands: the known values the recomputation needs, then the unknown ones
+    known_at = [i for i, (lv, f) in enumerate(zip(live, cut_flags)) if lv and not f]
+    unknown_at = [i for i, f in enumerate(cut_flags) if f]
+
+    def linear_part(*xs):
+        ins: List[Any] = [None] * len(cut.invars)
+        known = [None] * len(cut.invars)
+        for i, x in zip(known_at, xs):
+            known[i] = x
+        if prevent_cse:
+            known = _barrier(known)
+        for i in known_at:
+            ins[i] = known[i]
+        for i, x in zip(unknown_at, xs[len(known_at):]):
+            ins[i] = x
+        return eval_split(cut, ins, cut_flags)
+
+    outs = iter(bind_checkpoint(linear_part, [values[i] for i in known_at] + [values[i] for i in unknown_at],
+                                policy=policy, prevent_cse=prevent_cse))
     return [next(outs) if u else None for u in out_unknown]
 
 
@@ -221,7 +241,7 @@ def _checkpoint_pe(eqn, known, flags):
     first = _Saving(p["jaxpr"], known, flags, p["policy"])
 
     def stage(vals):
-        return _stage_recomputation(p["jaxpr"], first, vals, flags, p["prevent_cse"])
+        return _stage_recomputation(p["jaxpr"], first, vals, flags, p["policy"], p["prevent_cse"])
     return first.known_outputs(), stage
 
 
@@ -229,8 +249,25 @@ partial_eval_rules[checkpoint_p] = _checkpoint_pe
 
 
 def _checkpoint_transpose(cts, *operands, jaxpr, policy, prevent_cse):
-    """A checkpoint applied to tangents (a linear function): transpose its jaxpr."""
-    return backward_pass(jaxpr, operands, cts)
+    """A checkpoint used linearly (the linear part staged by ``_stage_recomputation``, or a
+    checkpointed linear function): its jaxpr transposed, as a ``checkpoint`` again, so that
+    differentiating the backward pass (``grad`` of ``grad``) recomputes it too."""
+    linear = [is_undefined(x) for x in operands]
+    known = [x for x, lin in zip(operands, linear) if not lin]
+    ct_at = [k for k, c in enumerate(cts) if c is not None]
+
+    def transposed(*xs):
+        it = iter(xs[:len(known)])
+        ops = [x if lin else next(it) for x, lin in zip(operands, linear)]
+        full_cts: List[Any] = [None] * len(cts)
+        for k, c in zip(ct_at, xs[len(known):]):
+            full_cts[k] = c
+        res = backward_pass(jaxpr, ops, full_cts)
+        return [zeros(x.aval) if r is None else r for x, r, lin in zip(operands, res, linear) if lin]
+
+    outs = iter(bind_checkpoint(transposed, known + [cts[k] for k in ct_at], policy=policy,
+                                prevent_cse=prevent_cse))
+    return [next(outs) if lin else None for lin in linear]
 
 
 transpose_rules[checkpoint_p] = _checkpoint_transpose
