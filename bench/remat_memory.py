@@ -1,22 +1,28 @@
 """Peak memory of ``grad`` through a long chain of steps, with and without ``checkpoint`` on
 the step.
 
-    python bench/remat_memory.py [--program scan|unrolled] [--steps N] [--n 100000] [--variants ...]
+    python bench/remat_memory.py [--program scan|unrolled|mlp] [--steps N] [--n 100000] [--variants ...]
 
-The step: ``c -> c + 1e-3 * (sin(c) * c + cos(c))`` over ``n`` float64 elements, ``steps``
-times, loss ``sum`` of the final carry, gradient with respect to the initial carry. The
-``scan`` program (default: 1000 steps) runs the steps in ``lax.scan``; the ``unrolled`` one
-(default: 200 steps) calls the step in a Python loop, so the program is one long straight
-line of equations. Variants: dynjax compiled (``qjit(grad(loss))``, abstracted axis), dynjax
-eager (``grad(loss)``), and ``jax.jit(jax.grad(loss))``, each with and without
-``checkpoint`` / ``jax.checkpoint`` on the step.
+Programs (loss: ``sum`` of the final carry; gradient with respect to the initial carry):
+
+* ``scan`` (default, 1000 steps): ``c -> c + 1e-3 * (sin(c) * c + cos(c))`` over ``n``
+  float64 elements, in ``lax.scan``;
+* ``unrolled`` (200 steps): the same step called in a Python loop (one long straight line
+  of equations);
+* ``mlp`` (100 steps, unrolled): a residual block ``c -> c + 0.1 * tanh(c @ W1) @ W2`` on
+  ``c`` of shape ``(n / 100, 100)``, the hidden layer 4x wider: the step's intermediates
+  are 8x its carry, which is where rematerialization pays off.
+
+Variants: dynjax compiled (``qjit(grad(loss))``, abstracted axis), dynjax eager
+(``grad(loss)``), and ``jax.jit(jax.grad(loss))``, each with and without ``checkpoint`` /
+``jax.checkpoint`` on the step.
 
 Each variant runs in a fresh subprocess, which reports ``ru_maxrss`` (the peak resident set
 size) minus its value after the imports and the input (so the delta includes the compile and
 the run), plus, for the compiled variants, XLA's buffer assignment of the executable
 (``temp``: what a run allocates besides its arguments and outputs, i.e. the stored residuals).
-Every variant's gradient is checked against the plain dynjax eager one (and the closed form
-of one step's derivative chained by numpy). Prints one markdown table.
+Every variant's gradient is checked against a numpy gradient written by hand (max abs error
+relative to the max abs gradient). Prints one markdown table.
 """
 from __future__ import annotations
 
@@ -36,23 +42,58 @@ def maxrss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0   # KiB on Linux
 
 
-def numpy_grad(c0, steps):
-    """The gradient by hand: the product of one step's derivatives, carried forwards."""
+def weights(n: int):
+    """The mlp program's carry shape and weights: ``c`` is ``(n // 100, 100)``, the hidden
+    layer 4x wider."""
     import numpy as np
-    c, g = c0.copy(), np.ones_like(c0)
+    rng = np.random.default_rng(0)
+    d = 100
+    return (n // d, d), rng.normal(size=(d, 4 * d)) / np.sqrt(d), rng.normal(size=(4 * d, d)) / np.sqrt(4 * d)
+
+
+def numpy_grad(c0, steps, program):
+    """The gradient by hand, in numpy."""
+    import numpy as np
+    if program != "mlp":   # the product of one step's derivatives, carried forwards
+        c, g = c0.copy(), np.ones_like(c0)
+        for _ in range(steps):
+            g = g * (1.0 + 1e-3 * np.cos(c) * c)
+            c = c + 1e-3 * (np.sin(c) * c + np.cos(c))
+        return g
+    _, w1, w2 = weights(c0.size)
+    c, hs = c0, []
     for _ in range(steps):
-        g = g * (1.0 + 1e-3 * np.cos(c) * c)
-        c = c + 1e-3 * (np.sin(c) * c + np.cos(c))
+        h = np.tanh(c @ w1)
+        hs.append(h)
+        c = c + 0.1 * h @ w2
+    g = np.ones_like(c0)
+    for h in reversed(hs):
+        g = g + ((0.1 * g @ w2.T) * (1.0 - h * h)) @ w1.T
     return g
 
 
-def chain(step, c, steps, scan, program):
-    """``steps`` applications of ``step`` to ``c``: in ``scan``, or unrolled in Python."""
-    if program == "scan":
-        return scan(step, c, None, length=steps)[0]
-    for _ in range(steps):
-        c = step(c, None)[0]
-    return c
+def make_loss(np_, scan, checkpoint, program, steps, n):
+    """The loss of ``program`` written with ``np_`` / ``scan`` (dynjax's or jax's), the step
+    wrapped in ``checkpoint`` if given."""
+    if program == "mlp":
+        _, w1, w2 = weights(n)
+
+        def step(c, _):
+            return c + 0.1 * np_.tanh(c @ w1) @ w2, None
+    else:
+        def step(c, _):
+            return c + 1e-3 * (np_.sin(c) * c + np_.cos(c)), None
+    if checkpoint is not None:
+        step = checkpoint(step)
+
+    def loss(c):
+        if program == "scan":
+            c = scan(step, c, None, length=steps)[0]
+        else:
+            for _ in range(steps):
+                c = step(c, None)[0]
+        return np_.sum(c)
+    return loss
 
 
 def run_variant(name: str, steps: int, n: int, program: str) -> dict:
@@ -61,21 +102,15 @@ def run_variant(name: str, steps: int, n: int, program: str) -> dict:
     os.environ.setdefault("JAX_PLATFORMS", "cpu")
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
     import numpy as np
-    c0 = np.linspace(-1.0, 1.0, n)
+    shape = weights(n)[0] if program == "mlp" else (n,)
+    c0 = np.linspace(-1.0, 1.0, int(np.prod(shape))).reshape(shape)
+    ck = name.endswith("checkpoint")
     xla = {}
     if name.startswith("dynjax"):
         import dynjax
         import dynjax.numpy as jnp
         from dynjax import lax
-
-        def step(c, _):
-            return c + 1e-3 * (jnp.sin(c) * c + jnp.cos(c)), None
-        if name.endswith("checkpoint"):
-            step = dynjax.checkpoint(step)
-
-        def loss(c):
-            return jnp.sum(chain(step, c, steps, lax.scan, program))
-        fn = dynjax.grad(loss)
+        fn = dynjax.grad(make_loss(jnp, lax.scan, dynjax.checkpoint if ck else None, program, steps, n))
         if "qjit" in name:
             fn = dynjax.qjit(fn, abstracted_axes=({0: "n"},))
         base = maxrss_mb()
@@ -93,15 +128,7 @@ def run_variant(name: str, steps: int, n: int, program: str) -> dict:
         import jax
         jax.config.update("jax_enable_x64", True)
         import jax.numpy as jjnp
-
-        def step(c, _):
-            return c + 1e-3 * (jjnp.sin(c) * c + jjnp.cos(c)), None
-        if name.endswith("checkpoint"):
-            step = jax.checkpoint(step)
-
-        def loss(c):
-            return jjnp.sum(chain(step, c, steps, jax.lax.scan, program))
-        fn = jax.jit(jax.grad(loss))
+        fn = jax.jit(jax.grad(make_loss(jjnp, jax.lax.scan, jax.checkpoint if ck else None, program, steps, n)))
         base = maxrss_mb()
         t0 = time.perf_counter()
         g = np.asarray(fn(c0).block_until_ready())
@@ -110,21 +137,22 @@ def run_variant(name: str, steps: int, n: int, program: str) -> dict:
         st = fn.lower(c0).compile().memory_analysis()
         if st is not None:
             xla = {k: int(getattr(st, f"{k}_size_in_bytes")) for k in ("argument", "output", "alias", "temp")}
-    err = float(np.max(np.abs(g - numpy_grad(c0, steps)) / np.maximum(np.abs(g), 1e-300)))
+    want = numpy_grad(c0, steps, program)
+    err = float(np.max(np.abs(g - want)) / np.max(np.abs(want)))
     return {"variant": name, "peak_delta_mb": peak - base, "seconds": seconds, "xla": xla,
             "max_rel_err_vs_numpy": err}
 
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--program", choices=("scan", "unrolled"), default="scan")
+    ap.add_argument("--program", choices=("scan", "unrolled", "mlp"), default="scan")
     ap.add_argument("--steps", type=int, default=None)
     ap.add_argument("--n", type=int, default=100_000)
     ap.add_argument("--variants", nargs="*", default=list(VARIANTS))
     ap.add_argument("--one", help=argparse.SUPPRESS)   # run one variant in this process
     args = ap.parse_args()
     if args.steps is None:
-        args.steps = 1000 if args.program == "scan" else 200
+        args.steps = {"scan": 1000, "unrolled": 200, "mlp": 100}[args.program]
     if args.one:
         print(json.dumps(run_variant(args.one, args.steps, args.n, args.program)))
         return

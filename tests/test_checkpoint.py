@@ -88,6 +88,20 @@ def test_values_and_gradients_equal_the_plain_program(policy):
     assert g_ck.cache_info()["traces"] == 1
 
 
+def test_padded_executables(monkeypatch):
+    """A checkpoint (and the checkpoints of its backward pass) pad like their jaxprs: the
+    padded bucket executables give the exact executables' values."""
+    monkeypatch.setenv("DYNJAX_TIERS", "padded")
+    monkeypatch.setenv("DYNJAX_SYNC_COMPILE", "1")
+    ck = dynjax.checkpoint(block, policy=cp.dots_saveable)
+    g = qjit(grad(loss(ck), argnums=(0, 1)), abstracted_axes=DYN2)
+    for n in (2, 5):
+        x, w = data(n, seed=n)
+        for got, want in zip(g(x, w), grad(loss(block), argnums=(0, 1))(x, w)):
+            np.testing.assert_allclose(got, want, rtol=1e-13, atol=1e-15)
+    assert g.cache_info()["padded_runs"] >= 1
+
+
 def test_static_argnums_and_pytrees():
     def f(p, k, scale):
         return {"y": jnp.sin(p["x"]) ** k * scale, "z": p["w"] * 2.0}

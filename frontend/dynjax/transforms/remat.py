@@ -9,13 +9,15 @@ their rules (the public API is ``dynjax.ad_checkpoint``; see doc/autodiff.md).
 
   1. the known (primal) half of the call's jvp is evaluated at once, like any equation,
      and the outputs of the equations the ``policy`` calls saveable are kept;
-  2. the unknown (tangent) half is staged into the linear program together with a
-     *recomputation* of every known value it needs, from the call's inputs and the saved
-     values. So the residuals the backward pass holds are those inputs and saved values,
-     not every intermediate of the function. With ``prevent_cse`` the inputs of the
-     recomputation go through one ``optimization_barrier`` first, so that neither the
-     tracer's own reuse of equal equations nor XLA's common-subexpression elimination
-     merges the recomputation with the forward computation (which would keep the forward
+  2. the unknown (tangent) half, together with a *recomputation* of every known value it
+     needs from the call's inputs and the saved values, is staged as one ``checkpoint``
+     equation of the linear program (linear in the tangents). So the residuals the
+     backward pass holds are those inputs and saved values, not every intermediate of the
+     function. Its transpose is a ``checkpoint`` of the transposed jaxpr: the recomputation
+     runs when the backward pass reaches it, and a second derivative recomputes it again.
+     With ``prevent_cse`` the inputs of the recomputation go through one
+     ``optimization_barrier`` first, so that XLA's common-subexpression elimination does
+     not merge it with the forward computation once inlined (which would keep the forward
      values alive: no memory saved).
 
   Its jvp is again a ``checkpoint`` (of the jvp of its jaxpr), so the split applies after
@@ -239,10 +241,12 @@ def _stage_recomputation(jaxpr: Jaxpr, first: _Saving, vals, flags, policy, prev
 def _checkpoint_pe(eqn, known, flags):
     p = eqn.params
     first = _Saving(p["jaxpr"], known, flags, p["policy"])
+    known_outs = first.known_outputs()
+    first.env.clear()   # the values not saved are not kept (eagerly: their memory is freed now)
 
     def stage(vals):
         return _stage_recomputation(p["jaxpr"], first, vals, flags, p["policy"], p["prevent_cse"])
-    return first.known_outputs(), stage
+    return known_outs, stage
 
 
 partial_eval_rules[checkpoint_p] = _checkpoint_pe
