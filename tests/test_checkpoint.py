@@ -339,6 +339,23 @@ def test_grad_of_grad_and_vmap_of_grad_against_finite_differences():
                                rtol=1e-12)
 
 
+def test_jacobians_hessian_and_linearize():
+    f = lambda x: jnp.sin(x) * jnp.sum(x ** 2)
+    ck = dynjax.checkpoint(f)
+    for n in (1, 4):
+        x = np.linspace(0.1, 1.0, n)
+        for make in (dynjax.jacrev, dynjax.jacfwd, dynjax.hessian):
+            want = make(f)(x)
+            np.testing.assert_array_equal(make(ck)(x), want)
+            np.testing.assert_allclose(qjit(make(ck), abstracted_axes=({0: "n"},))(x), want, rtol=1e-13,
+                                       atol=1e-15)
+        t = np.cos(x)
+        np.testing.assert_array_equal(dynjax.linearize(ck, x)[1](t), dynjax.linearize(f, x)[1](t))
+    x = np.linspace(0.1, 1.0, 3)
+    jac = 2 * np.outer(np.sin(x), x) + np.diag(np.cos(x) * np.sum(x ** 2))
+    np.testing.assert_allclose(dynjax.jacrev(ck)(x), jac, rtol=1e-13)
+
+
 # ----------------------------------------------------------------------------------------------
 # checkpoint_name is the identity under every transformation
 # ----------------------------------------------------------------------------------------------
