@@ -156,6 +156,20 @@ def test_the_backward_pass_is_rematerialized_too():
     np.testing.assert_array_equal(outer(dynjax.checkpoint(f))(x), outer(f)(x))
 
 
+def test_saved_residuals_says_where_each_residual_comes_from(capsys):
+    from dynjax.ad_checkpoint import print_saved_residuals, saved_residuals
+    f = lambda x: jnp.sin(jnp.sin(x)) * x
+    x = np.linspace(0.1, 1.0, 6)
+    plain = [what for _, what in saved_residuals(f, x)]
+    assert sorted(plain) == ["from the argument args[0]", "output of cos", "output of cos", "output of sin"]
+    assert [what for _, what in saved_residuals(dynjax.checkpoint(f), x)] == ["from the argument args[0]"]
+    res = saved_residuals(dynjax.checkpoint(block, policy=cp.dots_saveable), x, w=np.eye(6))
+    assert sorted(what for _, what in res) == ["from the argument args[0]", "from the argument kwargs['w']",
+                                               "output of dot_general"]
+    print_saved_residuals(dynjax.checkpoint(f), x)
+    assert capsys.readouterr().out == "f64[6] from the argument args[0]\n"
+
+
 def test_dots_saveable_stores_the_dot_results():
     x, w = data(4, seed=3)
     dot = x @ w

@@ -23,7 +23,8 @@ from .core.pytree import tree_flatten, tree_map, tree_unflatten
 from .core.trace import typeof
 from .transforms.remat import bind_checkpoint, name_p
 
-__all__ = ["checkpoint", "remat", "checkpoint_name", "checkpoint_policies"]
+__all__ = ["checkpoint", "remat", "checkpoint_name", "checkpoint_policies", "saved_residuals",
+           "print_saved_residuals"]
 
 
 def _static_argnums(static_argnums) -> tuple:
@@ -120,3 +121,59 @@ def checkpoint_name(x, name):
     except TypeError:
         raise TypeError(f"checkpoint_name: name must be hashable (a string), got a {type(name).__name__}") from None
     return tree_map(lambda leaf: name_p.bind(_leaf(leaf, "checkpoint_name's argument"), name=name), x)
+
+
+def saved_residuals(f: Callable, *args, **kwargs) -> list:
+    """What reverse mode stores for ``f`` at ``args`` (JAX's ``jax.ad_checkpoint.saved_residuals``):
+    one ``(aval, description)`` per residual of the linearized ``f`` (the values its backward
+    pass reads), the description saying where the value comes from: ``"from the argument
+    args[0]"`` or ``"output of cos"`` (the primitive that computed it). Differentiates with
+    respect to every floating-point leaf of ``args`` and ``kwargs``."""
+    from .core.jaxpr import Var
+    from .tracing import make_jaxpr
+    from .transforms.jvp import _leaf_names
+    from .transforms.partial_eval import linearize_flat
+    if not callable(f):
+        raise TypeError(f"saved_residuals: the first argument must be a function, got {type(f).__name__}")
+    leaves, tree = tree_flatten((args, kwargs))
+    leaves = [_leaf(x, f"argument leaf {k}") for k, x in enumerate(leaves)]
+
+    def call(*ys):
+        a, kw = tree_unflatten(tree, list(ys))
+        return f(*a, **kw)
+
+    def residuals(*xs):
+        return linearize_flat(call, list(xs)).consts
+    closed = make_jaxpr(residuals)(*leaves)
+    jaxpr = closed.jaxpr
+    names = _leaf_names(tree, "")
+    explicit = [v for v, e in zip(jaxpr.invars, jaxpr.in_explicit) if e]
+    arg_of = {id(v): names[k] for k, v in enumerate(explicit)}
+    made_by = {id(v): eqn for eqn in jaxpr.eqns for v in eqn.outvars}
+    out = []
+    for v in jaxpr.outvars:
+        if not isinstance(v, Var):
+            out.append((v.aval, "a constant"))
+        elif id(v) in arg_of:
+            out.append((v.aval, f"from the argument {_argument_name(arg_of[id(v)])}"))
+        elif id(v) in made_by:
+            out.append((v.aval, f"output of {made_by[id(v)].primitive.name}"))
+        elif v in jaxpr.invars:
+            out.append((v.aval, "a size of an argument"))
+        else:
+            out.append((v.aval, "a constant"))
+    return out
+
+
+def _argument_name(path: str) -> str:
+    """``[0][1]['w']`` (a path in ``(args, kwargs)``) as ``args[1]['w']`` / ``kwargs['w']``."""
+    if path.startswith("[0]"):
+        return "args" + path[3:]
+    return "kwargs" + path[3:]
+
+
+def print_saved_residuals(f: Callable, *args, **kwargs) -> None:
+    """Print ``saved_residuals(f, *args, **kwargs)``, one residual per line (JAX's
+    ``jax.ad_checkpoint.print_saved_residuals``)."""
+    for aval, what in saved_residuals(f, *args, **kwargs):
+        print(f"{aval.str_short()} {what}")
