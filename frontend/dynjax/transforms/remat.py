@@ -242,7 +242,10 @@ def _checkpoint_pe(eqn, known, flags):
     p = eqn.params
     first = _Saving(p["jaxpr"], known, flags, p["policy"])
     known_outs = first.known_outputs()
-    first.env.clear()   # the values not saved are not kept (eagerly: their memory is freed now)
+    # the values not saved are not kept (eagerly: their memory is freed now), nor are the
+    # staging closures of nested loops (their stacks): step 2 splits those loops again
+    first.env.clear()
+    first.deferred.clear()
 
     def stage(vals):
         return _stage_recomputation(p["jaxpr"], first, vals, flags, p["policy"], p["prevent_cse"])
