@@ -296,6 +296,22 @@ def test_checkpoint_around_a_loop_and_nested_checkpoints():
                                rtol=1e-13)
 
 
+def test_cond_inside_and_while_loop_in_reverse_mode():
+    f = lambda x: lax.cond(jnp.sum(x) > 0, lambda v: jnp.sin(v) * v, lambda v: jnp.cos(v), x)
+    ck = dynjax.checkpoint(f)
+    total = lambda g: (lambda v: jnp.sum(g(v)))
+    q = qjit(grad(total(ck)), abstracted_axes=({0: "n"},))
+    for x in (np.linspace(-1.0, 2.0, 4), np.linspace(-2.0, 0.5, 3), np.array([-0.5])):
+        np.testing.assert_array_equal(grad(total(ck))(x), grad(total(f))(x))
+        want = np.sin(x) + x * np.cos(x) if np.sum(x) > 0 else -np.sin(x)
+        np.testing.assert_allclose(q(x), want, rtol=1e-13, atol=1e-15)
+    w = dynjax.checkpoint(lambda v: lax.while_loop(lambda c: jnp.sum(c) < 10.0, lambda c: c * 2.0, v))
+    x = np.array([2.0, 3.0])
+    np.testing.assert_array_equal(jvp(w, (x,), (np.ones(2),))[1], np.full(2, 2.0))
+    with pytest.raises(TypeError, match="reverse-mode differentiation .* of a while_loop"):
+        grad(total(w))(x)
+
+
 # ----------------------------------------------------------------------------------------------
 # Compositions: every order of jvp / vjp / grad / vmap / qjit, with the checkpoint inside
 # ----------------------------------------------------------------------------------------------
