@@ -445,6 +445,10 @@ def test_errors_name_the_argument():
         dynjax.checkpoint(lambda x, s: x)(1.0, "a")
     with pytest.raises(TypeError, match="output 0 of the checkpointed function has a dimension computed"):
         qjit(lambda x: dynjax.checkpoint(lambda v: v[v > 0])(x), abstracted_axes=({0: "n"},))(np.ones(3))
+    with pytest.raises(TypeError, match="checkpoint: output leaf 0 is a str, not an array or a scalar$"):
+        dynjax.checkpoint(lambda x: "a")(1.0)
+    with pytest.raises(TypeError, match="checkpoint_name: a leaf of x is a str"):
+        checkpoint_name("s", "a")
     with pytest.raises(TypeError, match="checkpoint_name: name must be hashable"):
         checkpoint_name(1.0, ["a"])
     with pytest.raises(TypeError, match="save_from_both_policies: policy_2"):

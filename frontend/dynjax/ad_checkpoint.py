@@ -14,8 +14,6 @@ import functools
 import numbers
 from typing import Callable, Sequence, Union
 
-import numpy as np
-
 from . import checkpoint_policies
 from .checkpoint_policies import Policy
 from .core.errors import api_boundary
@@ -50,14 +48,11 @@ def _as_policy(policy):
     return Policy(policy, getattr(policy, "__name__", type(policy).__name__))
 
 
-def _leaf(x, where):
-    if isinstance(x, (list, tuple)):
-        x = np.asarray(x)
+def _leaf(x, where, who="checkpoint", hint="; pass non-array arguments with static_argnums"):
     try:
         typeof(x)
     except TypeError:
-        raise TypeError(f"checkpoint: {where} is a {type(x).__name__}, not an array or a scalar; pass "
-                        "non-array arguments with static_argnums") from None
+        raise TypeError(f"{who}: {where} is a {type(x).__name__}, not an array or a scalar{hint}") from None
     return x
 
 
@@ -102,7 +97,7 @@ def checkpoint(fun: Callable, *, prevent_cse: bool = True, policy: Union[Callabl
             full = [static[i] if i in static else next(it) for i in range(nargs)]
             out_leaves, out_tree = tree_flatten(fun(*full, **kw))
             box.append(out_tree)
-            return [_leaf(x, f"output leaf {k}") for k, x in enumerate(out_leaves)]
+            return [_leaf(x, f"output leaf {k}", hint="") for k, x in enumerate(out_leaves)]
 
         outs = bind_checkpoint(flat, leaves, policy=policy, prevent_cse=prevent_cse)
         return tree_unflatten(box[0], outs)
@@ -120,7 +115,7 @@ def checkpoint_name(x, name):
         hash(name)
     except TypeError:
         raise TypeError(f"checkpoint_name: name must be hashable (a string), got a {type(name).__name__}") from None
-    return tree_map(lambda leaf: name_p.bind(_leaf(leaf, "checkpoint_name's argument"), name=name), x)
+    return tree_map(lambda leaf: name_p.bind(_leaf(leaf, "a leaf of x", "checkpoint_name", ""), name=name), x)
 
 
 def saved_residuals(f: Callable, *args, **kwargs) -> list:
@@ -136,7 +131,7 @@ def saved_residuals(f: Callable, *args, **kwargs) -> list:
     if not callable(f):
         raise TypeError(f"saved_residuals: the first argument must be a function, got {type(f).__name__}")
     leaves, tree = tree_flatten((args, kwargs))
-    leaves = [_leaf(x, f"argument leaf {k}") for k, x in enumerate(leaves)]
+    leaves = [_leaf(x, f"argument leaf {k}", "saved_residuals", "") for k, x in enumerate(leaves)]
 
     def call(*ys):
         a, kw = tree_unflatten(tree, list(ys))
