@@ -116,7 +116,9 @@ def test_static_argnums_and_pytrees():
     ck2 = dynjax.checkpoint(lambda k, x, s=1.0: jnp.sin(x) ** k * s, static_argnums=-2)
     assert ck2.__name__ == "<lambda>"
     np.testing.assert_allclose(grad(lambda x: ck2(2, x, s=3.0))(0.4), 6 * np.sin(0.4) * np.cos(0.4))
-    assert dynjax.remat is dynjax.checkpoint
+    assert dynjax.remat is dynjax.checkpoint is dynjax.ad_checkpoint.checkpoint
+    assert dynjax.checkpoint_policies is dynjax.ad_checkpoint.checkpoint_policies
+    assert cp.checkpoint_dots is cp.dots_saveable
 
 
 # ----------------------------------------------------------------------------------------------
