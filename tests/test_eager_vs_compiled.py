@@ -979,6 +979,22 @@ def _optimization_barrier(draw, prim):
                      dyn=({0: "n"}, None))
 
 
+# --- checkpoint / name (transforms/remat.py): the checkpointed function runs; name is the identity
+@cases("checkpoint")
+def _checkpoint_call(draw, prim):
+    dt = _dtype(draw, FLOATS + INTS)
+    n = _size(draw)
+    operands = lambda: [_array(draw, dt, (n, 2)), _array(draw, dt, (n, 2))]
+    return fn_case(prim.name, "", lambda: dynjax.checkpoint(lambda x, y: x * y + x), operands)
+
+
+@cases("name")
+def _name(draw, prim):
+    dt = _dtype(draw, CATALOGUE)
+    n = _size(draw)
+    return bind_case(prim, lambda: [_array(draw, dt, (n, 2))], dict(name="a"))
+
+
 # ---------------------------------------------------------------------------------------------
 # The tests
 # ---------------------------------------------------------------------------------------------

@@ -29,6 +29,8 @@ from .transforms.api import (float0, grad, hessian, jacfwd, jacobian, jacrev, li
 from .transforms.custom import closure_convert, custom_gradient, custom_jvp, custom_vjp  # noqa: E402,F401
 from .transforms.linear_transpose import linear_transpose  # noqa: E402,F401
 from . import custom_batching  # noqa: E402,F401  (custom_vmap, sequential_vmap)
+from . import ad_checkpoint, checkpoint_policies  # noqa: E402,F401  (checkpoint / remat and its policies)
+from .ad_checkpoint import checkpoint, remat  # noqa: E402,F401
 from .transforms.batching import vmap  # noqa: E402,F401
 from . import debug, extend  # noqa: E402,F401
 from .cost_model import cost_analysis  # noqa: E402,F401

@@ -264,19 +264,21 @@ def _scan_impl(*operands, jaxpr, num_consts, num_carry, nimplicit, reverse, pres
     nc = num_consts
     consts, length, rest = operands[:nc], int(operands[nc]), operands[nc + 1:]
     carries, xs = list(rest[:num_carry]), [np.asarray(x) for x in rest[num_carry:]]
-    ys = []
+    # the stacked ys are written in place (not a list stacked at the end: twice the memory)
+    stacked_ys = None
     order = range(length - 1, -1, -1) if reverse else range(length)
     for t in order:
         outs = eval_jaxpr(jaxpr, [], *consts, *carries, *[x[t] for x in xs])
-        carries, y = outs[:num_carry], outs[num_carry:]
-        ys.append([np.asarray(v) for v in y])
-    if reverse:
-        ys.reverse()
+        carries, y = outs[:num_carry], [np.asarray(v) for v in outs[num_carry:]]
+        if stacked_ys is None:
+            stacked_ys = [np.empty((length,) + v.shape, v.dtype) for v in y]
+        for buf, v in zip(stacked_ys, y):
+            buf[t] = v
     ny = len(jaxpr.outvars) - num_carry
     stacked = []
     for j in range(ny):
-        if ys:
-            stacked.append(np.stack([y[j] for y in ys]))
+        if stacked_ys is not None:
+            stacked.append(stacked_ys[j])
         else:
             yv = jaxpr.outvars[num_carry + j]
             in_pos = {id(v): i for i, v in enumerate(jaxpr.invars)}

@@ -112,9 +112,10 @@ def _scan(ctx, eqn, *args, jaxpr, num_consts, num_carry, nimplicit, reverse, pre
     # A scan of length 0 never runs its body, but the body's row slices and updates must
     # still be valid ops: give xs and the ys buffers one spare row.
     xs = [_pad_one_row(ctx, x) for x in xs]
-    n_plus_1 = hlo.AddOp(ctx.dim_value(length), ctx.constant(1, _I64)).result
+    # max(n, 1) rows, not n + 1: at n >= 1 the buffer is exactly the result (no copy of it)
+    rows = hlo.MaxOp(ctx.dim_value(length), ctx.constant(1, _I64)).result
     xs_types = [x.type for x in xs]
-    ys_init = [ctx.full(0, v.aval.dtype, [n_plus_1] + list(v.aval.shape[1:])) for v in ys_vars]
+    ys_init = [ctx.full(0, v.aval.dtype, [rows] + list(v.aval.shape[1:])) for v in ys_vars]
     ys_buf_types = [ir.RankedTensorType(y.type) for y in ys_init]
     carry_types = [_scalar_i64(), _scalar_i64()] + body_types[nc:nc + num_carry] + xs_types + ys_buf_types
 

@@ -37,6 +37,7 @@ from .xla import (
     get_client,
     hlo_text,
     xla_cost_analysis,
+    xla_memory_analysis,
     serialize,
 )
 
@@ -58,6 +59,7 @@ __all__ = [
     "get_client",
     "hlo_text",
     "xla_cost_analysis",
+    "xla_memory_analysis",
     "last_cache_hit",
     "serialize",
     "specialize",

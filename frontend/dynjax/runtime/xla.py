@@ -686,6 +686,20 @@ def xla_cost_analysis(exe: Executable) -> dict:
     return dict(out or {})
 
 
+def xla_memory_analysis(exe: Executable) -> dict:
+    """XLA's buffer assignment of a compiled executable, in bytes: ``argument``, ``output``,
+    ``alias``, ``temp`` (the buffers live during a run besides arguments and outputs, e.g.
+    the values stored for a backward pass) and ``generated_code``; empty where this jaxlib
+    does not report it. (``bench/remat_memory.py`` reports it.)"""
+    try:
+        st = exe.loaded.get_compiled_memory_stats()
+    except Exception:   # not every jaxlib build or backend implements it
+        return {}
+    return {k: int(getattr(st, f"{k}_size_in_bytes"))
+            for k in ("argument", "output", "alias", "temp", "generated_code")
+            if hasattr(st, f"{k}_size_in_bytes")}
+
+
 # --------------------------------------------------------------------------
 # call-path variants, for bench/runtime_dispatch.py
 
