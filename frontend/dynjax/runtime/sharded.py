@@ -109,8 +109,9 @@ class ShardedExecutable:
     """A program compiled for several devices; called with whole numpy arrays, returns whole
     numpy arrays."""
 
-    def __init__(self, loaded, device_ids, in_types, out_types, in_layouts, out_layouts):
+    def __init__(self, loaded, device_ids, in_types, out_types, in_layouts, out_layouts, text=""):
         self.loaded = loaded
+        self.text = text   # the annotated module XLA partitioned (introspection)
         self.generation = _xla.generation   # a forked child retires it (runtime/xla.py)
         self.device_ids = list(device_ids)
         self.in_avals = [_aval(t) for t in in_types]
@@ -198,7 +199,7 @@ def compile_sharded(static_module, in_layouts: Sequence[Optional[Layout]], out_l
         raise ValueError(f"XLA failed to compile the partitioned module: {e}") from None
     final = [lay if lay is not None else _layout_from_op_sharding(op, _aval(t).ndim, device_ids)
              for lay, op, t in zip(out_layouts, loaded.get_output_shardings(), out_types)]
-    return ShardedExecutable(loaded, device_ids, in_types, out_types, in_layouts, final)
+    return ShardedExecutable(loaded, device_ids, in_types, out_types, in_layouts, final, text)
 
 
 def sharded_text(static_module, in_layouts: Sequence[Optional[Layout]], out_layouts: Sequence[Optional[Layout]],

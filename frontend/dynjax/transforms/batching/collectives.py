@@ -86,7 +86,7 @@ def _all_gather(size, vals, dims, *, trace, axis_name, axis_size, axis, tiled):
     x = to_front(x, d, size)                  # members first
     order = list(range(1, typeof(x).ndim))
     order.insert(axis, 0)
-    out = lax.transpose(x, tuple(order))      # the member axis at ``axis``
+    out = lax.transpose(x, tuple(order)) if axis else x   # the member axis at ``axis``
     return (_merge(out, axis) if tiled else out), None
 
 
