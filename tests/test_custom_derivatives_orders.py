@@ -1,5 +1,6 @@
 """Generated: every order of ``jvp`` / ``vjp`` / ``grad`` / ``vmap`` / ``qjit`` (depth 1 and
-2, and the depth-3 orders that mix a derivative with ``vmap`` and ``qjit``) around a
+2, and the depth-3 orders that mix a derivative with ``vmap`` and ``qjit``), and ``checkpoint``
+on either side of each and between a derivative and ``vmap`` / ``qjit``, around a
 ``custom_jvp`` and a ``custom_vjp`` function, with and without symbolic zeros, and a
 ``custom_gradient`` function (a ``custom_vjp`` whose rule closes over its input).
 
@@ -133,6 +134,10 @@ def _qjit(f):
     return lambda x: (vector if jnp.ndim(x) else scalar)(x)
 
 
+def _checkpoint(f):
+    return dynjax.checkpoint(f)
+
+
 def _scan(f):
     return lambda x: lax.scan(lambda c, xi: (c, f(xi)), 0.0, x)[1]
 
@@ -153,7 +158,7 @@ def _while(f):
     return lambda x: lax.while_loop(lambda c: c[0] < 1, lambda c: (c[0] + 1, f(x)), (0, jnp.zeros_like(x)))[1]
 
 
-WRAPPERS = {"jvp": _jvp, "vjp": _vjp, "grad": _grad, "vmap": _vmap, "qjit": _qjit,
+WRAPPERS = {"jvp": _jvp, "vjp": _vjp, "grad": _grad, "vmap": _vmap, "qjit": _qjit, "checkpoint": _checkpoint,
             "scan": _scan, "cond": _cond, "fori": _fori, "for_loop": _for_loop, "while": _while}
 TRANSFORMS = ("grad", "jvp", "qjit", "vjp", "vmap")
 LOOPS = ("cond", "for_loop", "fori", "scan", "while")
@@ -166,6 +171,11 @@ def _orders():
     # depth 3: one derivative with vmap and qjit in every order, and two derivatives under qjit
     orders += [p for d in DERIVATIVES for p in itertools.permutations((d, "vmap", "qjit"))]
     orders += [("qjit", a, b) for a in DERIVATIVES for b in DERIVATIVES]
+    # checkpoint (the identity on values, a recomputation under reverse mode) on either side of
+    # every transformation, and between a derivative and vmap / qjit
+    orders += [("checkpoint",)] + [p for t in names for p in (("checkpoint", t), (t, "checkpoint"))]
+    orders += [p for d in DERIVATIVES for p in itertools.permutations((d, "checkpoint", "vmap"))]
+    orders += [("qjit", d, "checkpoint", d2) for d in ("grad", "vjp") for d2 in ("grad", "jvp")]
     return orders
 
 

@@ -10,6 +10,7 @@ import dynjax
 import dynjax.numpy as jnp
 from dynjax import lax
 from dynjax.core.jaxpr import Var
+from dynjax.core.primitive import impl_rules
 from dynjax.lax import primitives as P
 from dynjax.lowering import (LoweringContext, lower_jaxpr, lower_jaxpr_into, lowering_rules, module_text,
                              register_lowering)
@@ -287,7 +288,8 @@ def test_convert_element_type():
                 i.astype(np.float64), i.astype(np.int32), i.astype(bool), b.astype(np.int64), b.astype(np.float64))
 
     def g(x, i, b):
-        return (P._convert_impl(x, new_dtype=np.int64), P._convert_impl(x, new_dtype=np.int32), x.astype(bool),
+        convert = impl_rules[P.convert_element_type_p]
+        return (convert(x, new_dtype=np.int64), convert(x, new_dtype=np.int32), x.astype(bool),
                 x.astype(np.float32), i.astype(np.float64), i.astype(np.int32), i.astype(bool),
                 b.astype(np.int64), b.astype(np.float64))
     sets = [(fvec(n) * 10, ivec(n), RNG.integers(0, 2, size=n).astype(bool)) for n in SIZES]
@@ -305,7 +307,7 @@ def test_convert_float_to_int_saturates():
     np.testing.assert_array_equal(got[0], want64)
     np.testing.assert_array_equal(got[1], want32)
     # the impl agrees wherever float(int max) is exact (int32)
-    np.testing.assert_array_equal(P._convert_impl(x, new_dtype=np.int32), want32)
+    np.testing.assert_array_equal(impl_rules[P.convert_element_type_p](x, new_dtype=np.int32), want32)
 
 
 def test_convert_truncates_like_astype():
@@ -480,7 +482,7 @@ def test_dynamic_slice_static_sizes_runtime_starts():
         return lax.api.dynamic_slice(x, (i, j), (1, 2))
     sets = [(RNG.normal(size=(n, 4)), np.int64(i), np.int64(j)) for n, i, j in
             [(1, 0, 0), (3, 2, 3), (5, -4, 1), (5, 9, -1)]]
-    check(f, sets, lambda x, i, j: P._dynamic_slice_impl(x, i, j, slice_sizes=(1, 2)), axes=({0: "n"},))
+    check(f, sets, lambda x, i, j: impl_rules[P.dynamic_slice_p](x, i, j, slice_sizes=(1, 2)), axes=({0: "n"},))
 
 
 def test_dynamic_slice_dynamic_sizes():
@@ -490,7 +492,7 @@ def test_dynamic_slice_dynamic_sizes():
             [(0, 0, 0), (1, 0, 1), (5, 2, 3), (5, 4, 3), (5, -3, 2), (6, 1, 0)]]
 
     def g(x, i, k):
-        return P._dynamic_slice_impl(x, i, 1, k, slice_sizes=(None, 2))
+        return impl_rules[P.dynamic_slice_p](x, i, 1, k, slice_sizes=(None, 2))
     check(f, sets, g, axes=({0: "n"},), bake_explicit=(2,))
 
 
@@ -499,7 +501,7 @@ def test_dynamic_update_slice():
         return lax.api.dynamic_update_slice(x, u, (i, 0))
     sets = [(RNG.normal(size=(n, 3)), RNG.normal(size=(1, 3)), np.int64(i)) for n, i in [(1, 0), (4, 2), (4, 7),
                                                                                           (5, -2)]]
-    check(f, sets, lambda x, u, i: P._dynamic_update_slice_impl(x, u, i, 0), axes=({0: "n"},))
+    check(f, sets, lambda x, u, i: impl_rules[P.dynamic_update_slice_p](x, u, i, 0), axes=({0: "n"},))
 
 
 def test_concatenate():
@@ -518,7 +520,7 @@ def test_pad():
     sets = [(RNG.normal(size=(n, 3)),) for n in SIZES]
 
     def g(x):
-        return tuple(P._pad_impl(x, v, padding_config=c) for v, c in [
+        return tuple(impl_rules[P.pad_p](x, v, padding_config=c) for v, c in [
             (0.0, ((0, 0, 0), (1, 2, 0))), (-1.0, ((0, 0, 0), (0, 0, 1))), (5.0, ((0, 0, 0), (-1, 1, 1)))])
     check(f, sets, g, axes={0: "n"})
     check(lambda x: jnp.pad(x, (2, 1)), vecs(fvec), lambda x: np.pad(x, (2, 1)), axes={0: "n"})
