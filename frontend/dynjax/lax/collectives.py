@@ -95,6 +95,7 @@ axis_index_p = define("axis_index", _unbound, _index_aval)
 
 #: the primitives whose batching rule runs even on values the axis does not vary
 COLLECTIVES = (psum_p, pmax_p, pmin_p, all_gather_p, psum_scatter_p, all_to_all_p, ppermute_p, axis_index_p)
+COLLECTIVE_SET = frozenset(COLLECTIVES)
 
 
 def _binder_of(params):

@@ -37,7 +37,7 @@ from ...lax import api as lax
 from ...lax import effects as P_effects
 from ...lax import primitives as P
 from ...lax.base import dims_from_operands
-from ...lax.collectives import COLLECTIVES as _COLLECTIVES
+from ...lax.collectives import COLLECTIVE_SET as _COLLECTIVES
 from ..members import MembersNeeded, members_needed, run_members
 
 __all__ = ["vmap", "BatchTrace", "BatchTracer", "batching_rules", "move_axis", "to_front", "per_member"]
