@@ -10,6 +10,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import pytest
 
+import dynjax
 import dynjax.numpy as jnp
 from dynjax import for_loop, lax, qjit
 
@@ -340,3 +341,28 @@ def test_sizes_from_data_run_as_one_executable(name, fn, oracle, policy, monkeyp
         assert info["padded_runs"] == 0 and info["exact_runs"] == len(sizes), info
     else:                   # the first size exact (one compile), the others padded by bucket
         assert info["specializations"] == 1 and info["padded_runs"] == len(sizes) - 2, info
+
+
+def test_short_runs_of_loops_with_an_input_trip_count_skip_the_runner_thread():
+    """A padded program whose cost is a formula in its integer inputs (a for_loop of n steps)
+    waits interruptibly (on a runner thread, so that Ctrl-C is heard) only when that formula
+    says the run may be long at this call's n; a while loop, which the cost model cannot
+    bound, always does; a program of bounded cost never does."""
+    from dynjax.execution.padded_runs import long_runs
+    from dynjax.execution.tiers import LONG_FLOPS
+    loop = dynjax.make_jaxpr(lambda n: for_loop(0, n, 1)(lambda i, a: a * 1.5 + 1.0)(jnp.zeros(8)))(3).jaxpr
+    decide = long_runs(loop)
+    assert callable(decide)
+    assert decide([1000]) is False and decide([10 * LONG_FLOPS]) is True
+    spin = dynjax.make_jaxpr(lambda x: lax.while_loop(lambda c: c < x, lambda c: c + 1.0, 0.0))(3.0).jaxpr
+    assert long_runs(spin) is True
+    plain = dynjax.make_jaxpr(lambda x: jnp.sin(x) * 2.0)(np.ones(8)).jaxpr
+    assert long_runs(plain) is False
+    # and the compiled program gives the same values either way
+    f = qjit(lambda n: for_loop(0, n, 1, allow_array_resizing=True)(
+        lambda i, a: jnp.concatenate([a, a[:1] + i]))(jnp.ones(1)))
+    for n in (0, 1, 40, 1000):
+        want = np.ones(1)
+        for i in range(n):
+            want = np.concatenate([want, want[:1] + i])
+        np.testing.assert_array_equal(f(n), want)

@@ -54,16 +54,39 @@ def compile_padded(stats, closed: ClosedJaxpr):
     return exe, text
 
 
-def mark_long_padded(exe, jaxpr: Jaxpr) -> None:
-    """A padded program's shapes are static; its runs may still be long (a loop whose trip
-    count is an input, or much work): then ``exe`` waits interruptibly (``tiers.mark_long``)."""
+def long_runs(jaxpr: Jaxpr):
+    """Whether runs of a padded program may be long enough to need Ctrl-C
+    (``tiers.may_run_long``): ``False``, ``True``, or, when its cost is a formula in integer
+    inputs that the cost model can read (a ``for_loop`` whose trip count is an input), a
+    function of the program's inputs, so that short runs skip the hand-over to a runner
+    thread (``runtime.xla._call_interruptibly``). A cost the model cannot bound (a
+    ``while_loop``'s trip count) is long."""
     from ..cost_model import cost_in_inputs
-    from . import tiers
+    from .tiers import may_run_long
+    positions = [i for i, v in enumerate(jaxpr.invars) if _is_int_scalar(v)]
     try:
-        estimate = cost_in_inputs(jaxpr, [])
+        estimate = cost_in_inputs(jaxpr, positions)
     except Exception:
-        return
-    tiers.mark_long(exe, estimate, {})
+        return False
+    if not may_run_long(estimate, {}):
+        return False
+    named = [(i, n) for i, n in zip(positions, estimate[1]) if n is not None]
+    if not named:
+        return True
+    decided = BoundedCache(REMEMBERED_DECISIONS)
+
+    def decide(inputs) -> bool:
+        key = tuple([int(inputs[i]) for i, _ in named])
+        long = decided.get(key)
+        if long is None:
+            long = may_run_long(estimate, {n: v for (_, n), v in zip(named, key)})
+            decided.put(key, long)
+        return long
+    return decide
+
+
+#: how many input values a padded program remembers its long-run decision for
+REMEMBERED_DECISIONS = 64
 
 
 class CapacityExceeded(Exception):
@@ -80,10 +103,11 @@ class CapacityExceeded(Exception):
 class PaddedRun:
     """A compiled padded program: pads the inputs, runs, cuts each result to its size."""
 
-    def __init__(self, program, exe, text):
+    def __init__(self, program, exe, text, long=False):
         self.program = program
         self.exe = exe
         self.text = text   # the static module (introspection: f.mlir_specialized)
+        self.long = long   # runs wait interruptibly: a bool, or a function of the inputs (long_runs)
 
     def __call__(self, args: Sequence[Any]) -> List[np.ndarray]:
         p = self.program
@@ -99,7 +123,8 @@ class PaddedRun:
                 inputs.append(buf)
         if p.prologue is not None:
             inputs.extend(p.prologue.values(tuple([int(args[i]) for i in p.prologue_inputs])))
-        outs = self.exe.call_exact(inputs)
+        long = self.long
+        outs = self.exe.call_exact(inputs, long(inputs) if callable(long) else long)
         meta = outs[-1].tolist() if p.has_meta else None
         for k, loop in enumerate(p.loops):
             if meta[loop.over]:
@@ -262,8 +287,7 @@ class CapacityProgram:
         explain.maybe(explain.recompiles, lambda: f"compile a program with {len(self.loops)} resizing "
                       f"loop(s) for size buckets {list(bounds)} and capacities {[list(c) for c in caps]}")
         exe, text = compile_padded(self.stats, program.closed)
-        mark_long_padded(exe, program.closed.jaxpr)
-        return PaddedRun(program, exe, text)
+        return PaddedRun(program, exe, text, long_runs(program.closed.jaxpr))
 
 
 def jaxpr_of_equation(eqn, extra_inputs: Sequence[Any]) -> Jaxpr:

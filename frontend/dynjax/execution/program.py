@@ -28,7 +28,7 @@ from . import explain, tiers
 from .analysis import _FOLDABLE, dims_of, foldable_vars, is_scalar, needed_vars, statically_compilable
 from .analysis import is_int_scalar as _is_int_scalar
 from .lru import BoundedCache
-from .padded_runs import (CapacityProgram, PaddedRun, compile_padded, jaxpr_of_equation, mark_long_padded,
+from .padded_runs import (CapacityProgram, PaddedRun, compile_padded, jaxpr_of_equation, long_runs,
                           resizing_loops)
 from .padding import MIN_BUCKET, NotPaddable, bucket, next_bucket, pad_jaxpr
 from .size_checks import MAX_SIZE, check_sizes
@@ -294,8 +294,7 @@ class Segment:
         explain.maybe(explain.recompiles, lambda: explain.bucket_reason(
             bounds, values, self.describe_input, self.baked, old))
         exe, text = compile_padded(self.stats, program.closed)
-        mark_long_padded(exe, program.closed.jaxpr)
-        return PaddedRun(program, exe, text)
+        return PaddedRun(program, exe, text, long_runs(program.closed.jaxpr))
 
     def _first_padded_call(self, args):
         """A size served padded for the first time: the host checks the exact compile would
@@ -387,9 +386,8 @@ class Segment:
         self.stats.lowerings += 1
         self.stats.specializations += 1
         exe = self._compile_text(text, start)
-        mark_long_padded(exe, program.closed.jaxpr)
         self.last_specialized = text
-        return _ExactPadded(PaddedRun(program, exe, text))
+        return _ExactPadded(PaddedRun(program, exe, text, long_runs(program.closed.jaxpr)))
 
     def _mark_long(self, exe, args):
         """Runs the cost model may not bound wait interruptibly (``tiers.mark_long``)."""

@@ -355,12 +355,16 @@ class Executable:
                 break
         return self.call_exact(args)
 
-    def call_exact(self, args: Sequence) -> list:
+    def call_exact(self, args: Sequence, interruptible=None) -> list:
         """``call`` for arguments the caller has checked: as many as the inputs, each a numpy
-        array of exactly the input's shape and dtype or a scalar of one of ``scalar_types``."""
+        array of exactly the input's shape and dtype or a scalar of one of ``scalar_types``.
+        ``interruptible`` (default: ``wait_interruptibly``) says whether to wait for the run
+        on a runner thread, so that Ctrl-C is heard during it."""
+        if interruptible is None:
+            interruptible = self.wait_interruptibly
         stages = self._stages
         if stages is None:
-            if self.wait_interruptibly:
+            if interruptible:
                 return _call_interruptibly(self, _put_all(args, self.in_avals), None)
             return _outputs(self, self._run(_put_all(args, self.in_avals)))
         try:
@@ -381,7 +385,7 @@ class Executable:
         except BaseException:
             stages.append(stage)   # nothing ran: the stage is free
             raise
-        if self.wait_interruptibly:
+        if interruptible:
             return _call_interruptibly(self, bufs, stage)
         outs = self._run(bufs).consume_with_handlers(self._handlers)
         # converting the outputs waits for them, so the run has finished reading the stage
