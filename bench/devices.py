@@ -73,7 +73,6 @@ def worker(devices: int, steps: int, address=None, process_id=0, processes=1):
     for n in (8192, 8191):
         x, y = rng.standard_normal((n, IN)), rng.standard_normal((n, OUT))
         out[f"dynjax_{n}"] = _time(lambda: step(params, x, y), steps)
-        want = step(params, x, y)
     if processes == 1:
         try:
             import jax
