@@ -409,7 +409,7 @@ def test_checkpoint_name_is_transparent():
 # jax's jax.checkpoint on the same program
 # ----------------------------------------------------------------------------------------------
 def test_matches_jax_checkpoint():
-    jax = pytest.importorskip("jax")
+    import jax
     jax.config.update("jax_enable_x64", True)
     import jax.numpy as jjnp
     from jax.ad_checkpoint import checkpoint_name as jname

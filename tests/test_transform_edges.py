@@ -6,7 +6,7 @@ cache of ``grad(qjit(f))`` (a qjit function under a transformation is traced onc
 signature, not on every call).
 
 Values are checked against closed forms with numpy, eagerly and inside ``qjit`` with dynamic
-sizes (0 and 1 included), and against jax where it is installed (the test extra)."""
+sizes (0 and 1 included), and against jax (the test extra)."""
 import numpy as np
 import pytest
 
@@ -14,13 +14,10 @@ import dynjax
 import dynjax.numpy as jnp
 from dynjax import float0
 
-try:
-    import jax
-    jax.config.update("jax_enable_x64", True)
-except ImportError:   # pragma: no cover - jax is a test extra: the comparisons below need it
-    jax = None
+import jax  # a test extra: the comparison oracle
 
-needs_jax = pytest.mark.skipif(jax is None, reason="comparison with jax (the test extra)")
+jax.config.update("jax_enable_x64", True)
+
 
 
 # ----------------------------------------------------------------------------------------------

@@ -29,8 +29,8 @@ from ..core.errors import api_boundary
 from ..core.interpret import eval_jaxpr
 from ..core.jaxpr import Var
 from ..core.pytree import tree_flatten, tree_unflatten
-from ..core.trace import typeof
-from .linear_solve import check_like_vector, trace_vector_fun
+from ..core.trace import leaf_avals, typeof
+from .linear_solve import trace_vector_fun, vector_function
 
 __all__ = ["custom_root"]
 
@@ -62,42 +62,23 @@ def custom_root(f: Callable, initial_guess: Any, solve: Callable, tangent_solve:
         if not callable(fun):
             raise TypeError(f"{who}: {name} must be a function, got {type(fun).__name__}")
     leaves, tree = tree_flatten(initial_guess)
-    for x in leaves:
-        try:
-            typeof(x)
-        except TypeError:
-            raise TypeError(f"{who}: initial_guess must be a pytree of arrays, got a leaf of type "
-                            f"{type(x).__name__}") from None
-    avals = [typeof(x).strip_weak_type() for x in leaves]
+    avals = [a.strip_weak_type() for a in leaf_avals(leaves, lambda k, x: (
+        f"{who}: initial_guess must be a pytree of arrays, got a leaf of type {type(x).__name__}"))]
     if not all(is_inexact_dtype(a.dtype) for a in avals):
         raise TypeError(f"{who}: initial_guess must hold floating-point (or complex) arrays, got "
                         f"{[a.str_short() for a in avals]}")
 
-    aux_box = []
+    aux_trees = {}
 
     def on_vector(fun, what, aux):
-        def flat(*xs):
-            out = fun(tree_unflatten(tree, list(xs)))
-            if aux:
-                if not isinstance(out, (tuple, list)) or len(out) != 2:
-                    raise TypeError(f"{who}(has_aux=True): solve must return a pair (root, aux), got "
-                                    f"{type(out).__name__}")
-                out, aux_out = out
-            x_leaves, x_tree = tree_flatten(out)
-            x_leaves = check_like_vector(x_leaves, x_tree, list(xs), tree, who, what, "initial_guess")
-            if not aux:
-                return x_leaves
-            aux_leaves, aux_tree = tree_flatten(aux_out)
-            aux_box.append(aux_tree)
-            return x_leaves + aux_leaves
-        return flat
+        return vector_function(fun, tree, who, what, "initial_guess", "root", aux, aux_trees)
 
     # f with its parameters explicit: f_jaxpr(params..., x...) -> residual leaves
     f_jaxpr, f_consts, _ = trace_vector_fun(on_vector(f, "f", False), avals, who, "f")
     # solve, closure-converted; what it closes over (f's parameters included) is not differentiated
     s_jaxpr, s_consts, _ = trace_vector_fun(on_vector(lambda x0: solve(f, x0), "solve", has_aux), avals, who,
                                             "solve")
-    aux_tree = aux_box[-1] if has_aux else None
+    aux_tree = aux_trees["solve"] if has_aux else None
     nx = len(leaves)
     # inputs that are dims of other inputs' types are taken from those (eval_with_dims_of_args):
     # a placeholder stands for them, so no size travels as an operand of its own

@@ -43,7 +43,7 @@ from ..core.interpret import eval_jaxpr
 from ..core.jaxpr import Literal, Var
 from ..core.primitive import Primitive, abstract_eval_rules, as_dim, impl_rules
 from ..core.pytree import tree_flatten, tree_unflatten
-from ..core.trace import typeof
+from ..core.trace import leaf_avals, typeof
 from ..lax.base import aval as aval_of
 from ..lowering.core import register_lowering
 
@@ -89,6 +89,26 @@ def check_like_vector(leaves, tree, vec_leaves, vec_tree, who, what, vec_name):
     return out
 
 
+def vector_function(fun: Callable, tree, who: str, what: str, vec_name: str, answer: str, aux: bool,
+                    aux_trees: dict):
+    """``fun`` of a vector (a pytree of ``tree``'s structure) as a function of its flat leaves,
+    for ``trace_vector_fun``: it returns the leaves of ``fun``'s result, checked against the
+    vector (``check_like_vector``), then, with ``aux``, the leaves of the aux value ``fun``
+    returns beside it (their structure kept in ``aux_trees[what]``)."""
+    def flat(*xs):
+        out = fun(tree_unflatten(tree, list(xs)))
+        if aux:
+            if not isinstance(out, (tuple, list)) or len(out) != 2:
+                raise TypeError(f"{who}(has_aux=True): {what} must return a pair ({answer}, aux), got "
+                                f"{type(out).__name__}")
+            out, aux_out = out
+        x_leaves, x_tree = tree_flatten(out)
+        x_leaves = check_like_vector(x_leaves, x_tree, list(xs), tree, who, what, vec_name)
+        aux_leaves, aux_trees[what] = tree_flatten(aux_out) if aux else ([], None)
+        return x_leaves + aux_leaves
+    return flat
+
+
 def bind_linear_solve(funs, consts, b_leaves, num_aux: int):
     """Bind one equation: ``funs`` are the four jaxprs (two may be None), ``consts`` their
     constant lists, ``b_leaves`` the right-hand side."""
@@ -101,10 +121,7 @@ def bind_linear_solve(funs, consts, b_leaves, num_aux: int):
 def _as_leaf(x, who):
     if isinstance(x, (list, tuple)):
         x = np.asarray(x)
-    try:
-        typeof(x)
-    except TypeError:
-        raise TypeError(f"{who}: b must be a pytree of arrays, got a leaf of type {type(x).__name__}") from None
+    leaf_avals([x], lambda k, x: f"{who}: b must be a pytree of arrays, got a leaf of type {type(x).__name__}")
     return x
 
 
@@ -137,20 +154,7 @@ def custom_linear_solve(matvec: Callable, b: Any, solve: Callable, transpose_sol
     box = {}
 
     def on_vector(fun, what, aux):
-        """``fun`` of the vector, on flat leaves: returns the solution's leaves (checked against
-        b) followed by the aux leaves (their structure kept in ``box[what]``)."""
-        def flat(*xs):
-            out = fun(tree_unflatten(tree, list(xs)))
-            if aux:
-                if not isinstance(out, (tuple, list)) or len(out) != 2:
-                    raise TypeError(f"{who}(has_aux=True): {what} must return a pair (x, aux), got "
-                                    f"{type(out).__name__}")
-                out, aux_out = out
-            x_leaves, x_tree = tree_flatten(out)
-            x_leaves = check_like_vector(x_leaves, x_tree, list(xs), tree, who, what, "b")
-            aux_leaves, box[what] = tree_flatten(aux_out) if aux else ([], None)
-            return x_leaves + aux_leaves
-        return flat
+        return vector_function(fun, tree, who, what, "b", "x", aux, box)
 
     mv, mv_c, _ = trace_vector_fun(on_vector(matvec, "matvec", False), avals, who, "matvec")
     s, s_c, _ = trace_vector_fun(on_vector(lambda v: solve(matvec, v), "solve", has_aux), avals, who, "solve")

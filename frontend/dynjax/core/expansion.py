@@ -22,8 +22,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, List, Optional, Sequence, Tuple
 
+import numpy as np
+
 from .avals import DBIdx, dim_aval, make_aval
-from .jaxpr import Jaxpr
+from .jaxpr import Jaxpr, Literal
 from .staging import JaxprTrace, new_jaxpr_trace
 from .trace import Tracer, current_trace, typeof
 
@@ -168,3 +170,22 @@ def trace_nested(fun: Callable, in_type, out_tree_fn: Callable, expand: bool = T
             outs, out_explicit = leaves, (True,) * len(leaves)
         jaxpr, consts = scope.close(arg_tracers, outs, [e for _, e in in_type], out_explicit)
     return NestedProgram(jaxpr, consts, tree, out_explicit.count(False))
+
+
+def shape_from_operands(aval, positions, operands, computed_dim_error):
+    """The shape of a nested program's output ``aval`` in a call on ``operands``: static dims
+    and literals as they are, a dim that is an input of the program (``positions``: the id of
+    the input var -> its operand's index) the operand's value; a dim computed inside the
+    program raises ``computed_dim_error()`` (an exception to raise)."""
+    from .primitive import as_dim
+    shape = []
+    for d in aval.shape:
+        if isinstance(d, (int, np.integer)):
+            shape.append(int(d))
+        elif isinstance(d, Literal):
+            shape.append(int(d.val))
+        elif id(d) in positions:
+            shape.append(as_dim(operands[positions[id(d)]]))
+        else:
+            raise computed_dim_error()
+    return tuple(shape)

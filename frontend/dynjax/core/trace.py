@@ -390,3 +390,15 @@ def typeof(x):
     if isinstance(x, Tracer):
         return x.aval
     return _avals.aval_of_value(x)
+
+
+def leaf_avals(leaves, message) -> list:
+    """The abstract value of each of ``leaves``; for the first one that is not an array or a
+    scalar, ``TypeError(message(k, leaf))``: an API names its argument in ``message``."""
+    out = []
+    for k, x in enumerate(leaves):
+        try:
+            out.append(typeof(x))
+        except TypeError:
+            raise TypeError(message(k, x)) from None
+    return out

@@ -32,7 +32,7 @@ from ..core.interpret import eval_jaxpr
 from ..core.jaxpr import Var
 from ..core.primitive import Primitive, abstract_eval_rules, impl_rules, jvp_rules, transpose_rules
 from ..core.pytree import tree_flatten, tree_unflatten
-from ..core.trace import typeof
+from ..core.trace import leaf_avals, typeof
 from ..lowering.core import register_lowering
 from .batching import batching_rules, to_front
 from .custom.call import (_call_abstract, _call_impl, _call_lowering, _computed_dim_message, _fun_name,
@@ -161,12 +161,8 @@ class custom_vmap:
             raise AttributeError(f"No batching rule defined for custom_vmap function {name} using def_vmap.")
         args = _resolve_args(self._fun, "custom_vmap", args, kwargs)   # keywords matched to positions
         leaves, in_tree = tree_flatten(tuple(args))
-        for x in leaves:
-            try:
-                typeof(x)
-            except TypeError:
-                raise TypeError(f"custom_vmap: an argument leaf of {name} is a {type(x).__name__}, not an "
-                                "array or a scalar") from None
+        leaf_avals(leaves, lambda k, x: (f"custom_vmap: an argument leaf of {name} is a {type(x).__name__}, "
+                                         "not an array or a scalar"))
         fun = self._fun
 
         def flat(*xs):

@@ -37,10 +37,10 @@ from typing import Any, Callable, List, Sequence
 import numpy as np
 
 from ..core.avals import is_inexact_dtype, is_integer_dtype, make_aval
-from ..core.expansion import trace_nested
+from ..core.expansion import shape_from_operands, trace_nested
 from ..core.interpret import eval_jaxpr
-from ..core.jaxpr import Jaxpr, Literal, Var
-from ..core.primitive import (Primitive, abstract_eval_rules, as_dim, impl_rules, jvp_rules,
+from ..core.jaxpr import Jaxpr, Var
+from ..core.primitive import (Primitive, abstract_eval_rules, impl_rules, jvp_rules,
                               partial_eval_rules, transpose_rules)
 from ..core.staging import live_equations
 from ..core.trace import typeof
@@ -103,17 +103,8 @@ def _checkpoint_abstract(*operands, jaxpr, policy, prevent_cse):
     pos = {id(v): i for i, v in enumerate(invars)}
     outs = []
     for k, v in enumerate(jaxpr.outvars):
-        shape = []
-        for d in v.aval.shape:
-            if isinstance(d, (int, np.integer)):
-                shape.append(int(d))
-            elif isinstance(d, Literal):
-                shape.append(int(d.val))
-            elif id(d) in pos:
-                shape.append(as_dim(operands[pos[id(d)]]))
-            else:
-                raise TypeError(_computed_dim_message(k))
-        outs.append(make_aval(tuple(shape), v.aval.dtype, v.aval.weak_type))
+        shape = shape_from_operands(v.aval, pos, operands, lambda: TypeError(_computed_dim_message(k)))
+        outs.append(make_aval(shape, v.aval.dtype, v.aval.weak_type))
     return outs
 
 

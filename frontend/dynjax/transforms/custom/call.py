@@ -11,12 +11,12 @@ from typing import Any, Callable, List, Sequence
 import numpy as np
 
 from ...core.avals import is_inexact_dtype, make_aval, same_dim
-from ...core.expansion import trace_nested
+from ...core.expansion import shape_from_operands, trace_nested
 from ...core.interpret import eval_jaxpr
-from ...core.jaxpr import Literal, Var
-from ...core.primitive import Primitive, abstract_eval_rules, as_dim, impl_rules, transpose_rules
+from ...core.jaxpr import Var
+from ...core.primitive import Primitive, abstract_eval_rules, impl_rules, transpose_rules
 from ...core.pytree import tree_flatten, tree_unflatten
-from ...core.trace import Tracer, typeof
+from ...core.trace import Tracer, leaf_avals, typeof
 from ...lax import api as lax
 from ...lax.base import aval as aval_of
 from ...lowering.core import LoweringError, register_lowering
@@ -121,12 +121,8 @@ class _Rules:
         _check_structure(self, out_tree, "the output of fwd")
         _check_leaves(self, out_leaves, "the output of fwd")
         res_leaves, res_tree = tree_flatten(res[1])
-        for x in res_leaves:
-            try:
-                typeof(x)
-            except TypeError:
-                raise TypeError(f"custom_vjp: the residuals of {self.name} must be arrays (a pytree of "
-                                f"them), got a {type(x).__name__}") from None
+        leaf_avals(res_leaves, lambda k, x: (f"custom_vjp: the residuals of {self.name} must be arrays "
+                                             f"(a pytree of them), got a {type(x).__name__}"))
         return list(out_leaves), list(res_leaves), res_tree
 
     def apply_bwd(self, nd, res, res_tree, cts, arg_avals):
@@ -193,17 +189,7 @@ def _call_abstract(*operands, call_jaxpr, num_consts, rules):
 
 
 def _result_shape(aval, pos, operands, rules, k):
-    shape = []
-    for d in aval.shape:
-        if isinstance(d, (int, np.integer)):
-            shape.append(int(d))
-        elif isinstance(d, Literal):
-            shape.append(int(d.val))
-        elif id(d) in pos:
-            shape.append(as_dim(operands[pos[id(d)]]))
-        else:
-            raise TypeError(_computed_dim_message(rules, k))
-    return tuple(shape)
+    return shape_from_operands(aval, pos, operands, lambda: TypeError(_computed_dim_message(rules, k)))
 
 
 def _computed_dim_message(rules, k):
@@ -272,16 +258,9 @@ def _split_args(who, args, nondiff_argnums):
 
 def _flat_diff_args(who, diff):
     leaves, in_tree = tree_flatten(diff)
-    out = []
-    for x in leaves:
-        if isinstance(x, (list, tuple)):
-            x = np.asarray(x)
-        try:
-            typeof(x)
-        except TypeError:
-            raise TypeError(f"{who}: an argument leaf is a {type(x).__name__}, not an array or a "
-                            "scalar; pass non-array arguments with nondiff_argnums") from None
-        out.append(x)
+    out = [np.asarray(x) if isinstance(x, (list, tuple)) else x for x in leaves]
+    leaf_avals(out, lambda k, x: (f"{who}: an argument leaf is a {type(x).__name__}, not an array or a "
+                                  "scalar; pass non-array arguments with nondiff_argnums"))
     return out, in_tree
 
 
@@ -385,12 +364,7 @@ def _check_structure(rules, tree, what):
 
 
 def _check_leaves(rules, leaves, what):
-    for k, x in enumerate(leaves):
-        try:
-            typeof(x)
-        except TypeError:
-            raise TypeError(f"{rules.who}: output {k} of {what} is a {type(x).__name__}, not an "
-                            "array") from None
+    leaf_avals(leaves, lambda k, x: f"{rules.who}: output {k} of {what} is a {type(x).__name__}, not an array")
 
 
 def _check_output_types(rules, leaves, expected, what):

@@ -21,7 +21,7 @@ from ...core.avals import is_inexact_dtype
 from ...core.expansion import trace_nested
 from ...core.interpret import eval_jaxpr
 from ...core.pytree import register_pytree_node, tree_flatten, tree_unflatten
-from ...core.trace import Tracer, typeof
+from ...core.trace import Tracer, leaf_avals, typeof
 from .vjp import custom_vjp
 
 __all__ = ["closure_convert", "custom_gradient"]
@@ -29,12 +29,8 @@ __all__ = ["closure_convert", "custom_gradient"]
 
 def _array_leaves(who: str, tree) -> Tuple[List[Any], Any]:
     leaves, treedef = tree_flatten(tree)
-    for x in leaves:
-        try:
-            typeof(x)
-        except TypeError:
-            raise TypeError(f"{who}: example_args must be arrays, scalars or pytrees of them, got a "
-                            f"{type(x).__name__}") from None
+    leaf_avals(leaves, lambda k, x: (f"{who}: example_args must be arrays, scalars or pytrees of them, "
+                                     f"got a {type(x).__name__}"))
     return leaves, treedef
 
 
