@@ -2,14 +2,25 @@
 pytest-xdist runs the tests in worker processes: the worker that ran the lit suite hands its
 counts over); hypothesis
 profiles (``ci``, the default, draws the same examples on every run, so a red build is
-reproducible; ``HYPOTHESIS_PROFILE=explore`` draws new ones each time)."""
+reproducible; ``HYPOTHESIS_PROFILE=explore`` draws new ones each time, ``quick`` a quarter of
+the examples, ``thorough`` ten times as many, new ones each time)."""
 import os
 
 import pytest
 from hypothesis import settings
 
-settings.register_profile("ci", derandomize=True, deadline=None, print_blob=True)
-settings.register_profile("explore", derandomize=False, deadline=None, print_blob=True)
+# Speculative background compiles (the next size bucket of every program, queued after its
+# first call) pay off for a program that meets many sizes; most tests call a program at one or
+# two sizes, and those compiles were a third of the suite's CPU time. The tier tests turn them
+# back on (the ``compile_ahead`` fixture); test_tiers also re-runs other suites padded.
+os.environ.setdefault("DYNJAX_COMPILE_AHEAD", "0")
+
+# Each property test asks for ``examples(n)`` (tests/helpers.py): n scaled by the active
+# profile's ``max_examples`` / 100, so one setting chooses the depth of the whole suite.
+settings.register_profile("ci", derandomize=True, deadline=None, print_blob=True, max_examples=100)
+settings.register_profile("quick", settings.get_profile("ci"), max_examples=25)
+settings.register_profile("explore", derandomize=False, deadline=None, print_blob=True, max_examples=100)
+settings.register_profile("thorough", settings.get_profile("explore"), max_examples=1000)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 
@@ -51,3 +62,9 @@ def exact_tier(monkeypatch):
     """Pin the exact-size tier (``DYNJAX_TIERS=exact``): for tests of its compile counts and
     executable caches, which the padded tier (one executable per size bucket) would change."""
     monkeypatch.setenv("DYNJAX_TIERS", "exact")
+
+
+@pytest.fixture
+def compile_ahead(monkeypatch):
+    """Speculative bucket compiles on, as in a user's process (``DYNJAX_COMPILE_AHEAD``)."""
+    monkeypatch.setenv("DYNJAX_COMPILE_AHEAD", "1")

@@ -194,3 +194,11 @@ def fd_grad(f, x, eps=1e-6):
         e[i] = eps
         g[i] = (float(f(x + e)) - float(f(x - e))) / (2 * eps)
     return g
+
+
+def examples(n: int) -> int:
+    """A property test's example count: ``n`` at the default hypothesis profile, scaled by the
+    active profile's ``max_examples`` / 100 (``HYPOTHESIS_PROFILE=quick``: a quarter,
+    ``thorough``: ten times; see conftest.py)."""
+    from hypothesis import settings
+    return max(1, round(n * settings.default.max_examples / 100))

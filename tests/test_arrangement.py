@@ -12,6 +12,7 @@ from hypothesis import given, settings, strategies as st
 
 import dynjax
 import dynjax.numpy as jnp
+from helpers import examples
 
 
 def assert_same(got, want, what=""):
@@ -145,7 +146,7 @@ def test_repeat_traced_scalar_count():
     assert f.cache_info()["traces"] == 2           # i64 and i32 counts
 
 
-@settings(max_examples=40)
+@settings(max_examples=examples(40))
 @given(n=st.integers(0, 7), m=st.integers(1, 3), data=st.data())
 def test_repeat_count_arrays(n, m, data):
     counts = np.array(data.draw(st.lists(st.integers(0, 3), min_size=n, max_size=n)), np.int64)
@@ -301,7 +302,7 @@ def test_insert_traced_indices():
           [(arr(n),) for n in (0, 1, 4, 9)])
 
 
-@settings(max_examples=40)
+@settings(max_examples=examples(40))
 @given(n=st.integers(0, 6), data=st.data())
 def test_insert_random_indices(n, data):
     k = data.draw(st.integers(0, 5))
@@ -390,7 +391,7 @@ def test_delete_traced_indices():
     assert s.cache_info()["traces"] == 1
 
 
-@settings(max_examples=40)
+@settings(max_examples=examples(40))
 @given(n=st.integers(1, 7), data=st.data())
 def test_delete_random_indices(n, data):
     k = data.draw(st.integers(0, 6))
@@ -491,7 +492,7 @@ def test_split_traced_points():
     assert f.cache_info()["traces"] == 1
 
 
-@settings(max_examples=40)
+@settings(max_examples=examples(40))
 @given(n=st.integers(0, 12), sections=st.integers(1, 6), data=st.data())
 def test_array_split_random(n, sections, data):
     x = arr(n, 2)

@@ -14,6 +14,9 @@ import dynjax
 import dynjax.numpy as jnp
 from dynjax import for_loop, lax, qjit
 
+# these tests check the tiers as a user's process runs them: compiles ahead included
+pytestmark = pytest.mark.usefixtures("compile_ahead")
+
 COUNTS = [0, 1, 14, 15, 16, 17, 63, 64, 65, 100]
 
 

@@ -11,7 +11,7 @@ import dynjax
 import dynjax.numpy as jnp
 from dynjax import cond, for_loop, lax, while_loop
 
-from helpers import check_three_ways, run_jaxpr
+from helpers import check_three_ways, run_jaxpr, examples
 
 
 def ones(n):
@@ -379,7 +379,7 @@ def test_lax_while_and_fori():
     check_three_ways(f, ref, lambda s: (s, s + 1), [0, 1, 5, 12])
 
 
-@settings(max_examples=15, deadline=None)
+@settings(max_examples=examples(15), deadline=None)
 @given(trips=st.integers(0, 6), size=st.integers(0, 5), step=st.integers(1, 3))
 def test_hypothesis_loops(trips, size, step):
     def f(x, n):

@@ -13,6 +13,7 @@ from hypothesis import given, settings, strategies as st
 import dynjax
 import dynjax.numpy as jnp
 from dynjax import make_jaxpr, qjit
+from helpers import examples
 
 NAMES = ["bool", "u8", "u16", "u32", "u64", "i8", "i16", "i32", "i64", "bf16", "f16", "f32", "f64",
          "c64", "c128"]
@@ -145,7 +146,7 @@ BINARY = {"add": (jnp.add, np.add), "subtract": (jnp.subtract, np.subtract),
 
 @pytest.mark.parametrize("op", sorted(BINARY))
 @given(seed=st.integers(0, 10_000), name=st.sampled_from(NAMES))
-@settings(max_examples=12, deadline=None)
+@settings(max_examples=examples(12), deadline=None)
 def test_binary_same_dtype_against_numpy(op, seed, name):
     dt = DT[name]
     f, np_f = BINARY[op]

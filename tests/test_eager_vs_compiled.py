@@ -58,6 +58,7 @@ from dynjax.control_flow import primitives as control_flow_primitives
 from dynjax.core.avals import SUPPORTED_DTYPES, ShapedArray, dtype_category, real_dtype
 from dynjax.core.primitive import Primitive, abstract_eval_rules, impl_rules
 from dynjax.lowering.core import lowering_rules
+from helpers import examples
 
 # ---------------------------------------------------------------------------------------------
 # Hypothesis profiles. The default keeps this file well under a minute: few examples per
@@ -66,10 +67,10 @@ from dynjax.lowering.core import lowering_rules
 # (DYNJAX_EAGER_VS_COMPILED=thorough) draws many new examples on every run, for a longer hunt.
 # ---------------------------------------------------------------------------------------------
 settings.register_profile(
-    "eager_vs_compiled", max_examples=18, deadline=None, print_blob=True, derandomize=True,
+    "eager_vs_compiled", max_examples=examples(18), deadline=None, print_blob=True, derandomize=True,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much])
 settings.register_profile("eager_vs_compiled_thorough", settings.get_profile("eager_vs_compiled"),
-                          max_examples=300, derandomize=False)
+                          max_examples=examples(300), derandomize=False)
 PROFILE = settings.get_profile("eager_vs_compiled_thorough"
                                if os.environ.get("DYNJAX_EAGER_VS_COMPILED") == "thorough"
                                else "eager_vs_compiled")

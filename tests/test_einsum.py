@@ -14,6 +14,7 @@ from hypothesis import given, settings, strategies as st
 
 import dynjax
 import dynjax.numpy as jnp
+from helpers import examples
 
 
 def _tol(dtype):
@@ -450,7 +451,7 @@ def einsum_problems(draw, max_ops=3):
     return subscripts, ops
 
 
-@settings(max_examples=200)
+@settings(max_examples=examples(200))
 @given(einsum_problems())
 def test_einsum_random_subscripts_eager(problem):
     subscripts, ops = problem
@@ -459,7 +460,7 @@ def test_einsum_random_subscripts_eager(problem):
     assert_close(jnp.einsum(subscripts, *ops, optimize=False), want, (subscripts, [o.shape for o in ops]))
 
 
-@settings(max_examples=30)
+@settings(max_examples=examples(30))
 @given(einsum_problems())
 def test_einsum_random_subscripts_compiled(problem):
     subscripts, ops = problem

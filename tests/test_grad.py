@@ -32,6 +32,7 @@ from dynjax.transforms.transpose import UndefinedPrimal, backward_pass
 
 import test_jvp as J   # the case catalogue (module import: its tests are not collected twice)
 from test_jvp import Case, away_from, distinct
+from helpers import examples
 
 f64 = np.float64
 
@@ -269,7 +270,7 @@ def fd_gradient(loss, primals, eps=1e-6):
 
 @pytest.mark.parametrize("case", [c for c in CASES if c.name not in NO_FD],
                          ids=[c.name for c in CASES if c.name not in NO_FD])
-@settings(max_examples=6, suppress_health_check=list(HealthCheck))
+@settings(max_examples=examples(6), suppress_health_check=list(HealthCheck))
 @given(data=st.data())
 def test_grad_against_finite_differences(case, data):
     n = data.draw(st.sampled_from([0, 1, 2, 4]), label="n")
@@ -444,7 +445,7 @@ SECOND = [
 
 
 @given(x=st.floats(-2.5, 2.5, allow_subnormal=False))
-@settings(max_examples=15)
+@settings(max_examples=examples(15))
 def test_second_derivatives(x):
     for f, d2 in SECOND:
         np.testing.assert_allclose(grad(grad(f))(x), d2(x), rtol=1e-12, atol=1e-12)
@@ -577,7 +578,7 @@ def shaped(draw):
 
 
 @given(args=shaped(), data=st.data())
-@settings(max_examples=25, suppress_health_check=list(HealthCheck))
+@settings(max_examples=examples(25), suppress_health_check=list(HealthCheck))
 def test_grad_over_shapes(args, data):
     x, perm, axes = args
     # transpose: d/dx sum(w * transpose(x sin x)) = (sin x + x cos x) * transpose^-1(w)

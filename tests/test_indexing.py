@@ -14,6 +14,7 @@ from hypothesis import given, settings, strategies as st
 import dynjax
 import dynjax.numpy as jnp
 from dynjax import for_loop, lax
+from helpers import examples
 
 
 def assert_same(got, want, what=""):
@@ -98,7 +99,7 @@ def test_non_adjacent_advanced_indices_go_first():
         check(lambda x: jnp.getitem(x, idx), lambda x: x[idx], [(x,)], {0: "a", 1: "b"})
 
 
-@settings(max_examples=30)
+@settings(max_examples=examples(30))
 @given(n=st.integers(0, 6), m=st.integers(1, 5), data=st.data())
 def test_gather_indices_hypothesis(n, m, data):
     x = mat(n, m)
@@ -595,7 +596,7 @@ def test_vmap_of_a_data_dependent_size_is_a_clear_error():
 _AT_COMPILED = {}   # one traced program per update kind, shared by the examples
 
 
-@settings(max_examples=40)
+@settings(max_examples=examples(40))
 @given(n=st.integers(0, 6), data=st.data())
 def test_at_updates_hypothesis(n, data):
     """Random index arrays (repeats, negatives, out of range) against numpy on the rows that

@@ -15,6 +15,7 @@ from dynjax import jvp, lax
 from dynjax.core.primitive import Primitive, jvp_rules
 from dynjax.lax import primitives as P
 from dynjax.transforms.jvp import Zero
+from helpers import examples
 
 f64 = np.float64
 
@@ -276,7 +277,7 @@ def arrays(shape, lo, hi):
 
 
 @pytest.mark.parametrize("case", CASES, ids=CASE_IDS)
-@settings(max_examples=10, suppress_health_check=list(HealthCheck))
+@settings(max_examples=examples(10), suppress_health_check=list(HealthCheck))
 @given(data=st.data())
 def test_rule_against_finite_differences(case, data):
     n = data.draw(st.sampled_from([0, 1, 2, 5]), label="n")
@@ -406,7 +407,7 @@ def deriv(f):
 
 
 @given(x=st.floats(-3, 3))
-@settings(max_examples=10)
+@settings(max_examples=examples(10))
 def test_jvp_of_jvp(x):
     np.testing.assert_allclose(deriv(deriv(jnp.sin))(x), -np.sin(x), atol=1e-15)
     np.testing.assert_allclose(deriv(deriv(deriv(jnp.sin)))(x), -np.cos(x), atol=1e-15)

@@ -4,10 +4,10 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from dynjax import lax
-from helpers import check_three_ways
+from helpers import check_three_ways, examples
 
 SIZES = st.lists(st.integers(2, 5), min_size=1, max_size=2).map(lambda l: l + [0, 1])
-FEW = settings(max_examples=4, deadline=None)
+FEW = settings(max_examples=examples(4), deadline=None)
 
 
 def rand(seed, shape, dtype=np.float64):

@@ -6,9 +6,9 @@ from hypothesis import given, settings, strategies as st
 
 import dynjax
 import dynjax.numpy as jnp
-from helpers import check_three_ways, numpy_with_lattice
+from helpers import check_three_ways, numpy_with_lattice, examples
 
-FEW = settings(max_examples=4, deadline=None)
+FEW = settings(max_examples=examples(4), deadline=None)
 SEEDS = st.integers(0, 2**16)
 # Sizes for a dynamic axis: a drawn one (the tracing size), then always 0 and 1.
 SIZES = st.lists(st.integers(2, 6), min_size=1, max_size=2).map(lambda l: l + [0, 1])
@@ -240,7 +240,7 @@ BROADCAST_SHAPES = [  # (x spec, y spec): 'n' is the dynamic axis
 
 @pytest.mark.parametrize("name,op", BINARY, ids=[b[0] for b in BINARY])
 @given(sizes=SIZES, seed=SEEDS, shapes=st.sampled_from(BROADCAST_SHAPES))
-@settings(max_examples=12, deadline=None)
+@settings(max_examples=examples(12), deadline=None)
 def test_binary_broadcasting(name, op, shapes, sizes, seed):
     f, np_f = _fns(op)
     xs, ys = shapes
@@ -252,7 +252,7 @@ def test_binary_broadcasting(name, op, shapes, sizes, seed):
 
 @pytest.mark.parametrize("name,op", BINARY, ids=[b[0] for b in BINARY])
 @given(seed=SEEDS, dtypes=st.sampled_from([(a, b) for a in DTYPES[:4] for b in DTYPES] + [(np.bool_, np.bool_)]))
-@settings(max_examples=15, deadline=None)
+@settings(max_examples=examples(15), deadline=None)
 def test_binary_dtypes(name, op, dtypes, seed):
     xd, yd = dtypes
     f, np_f = _fns(op)
@@ -272,7 +272,7 @@ WEAK_SCALARS = [2, -3, 1.5, True]
 
 @pytest.mark.parametrize("name,op", BINARY, ids=[b[0] for b in BINARY])
 @given(dtype=st.sampled_from(DTYPES[:4]), scalar=st.sampled_from(WEAK_SCALARS), reflected=st.booleans())
-@settings(max_examples=12, deadline=None)
+@settings(max_examples=examples(12), deadline=None)
 def test_weak_python_scalars(name, op, dtype, scalar, reflected):
     f, np_f = _fns(op)
     if name in ("power", "floordiv", "mod", "truediv", "divide") and (scalar is True or scalar == -3):
@@ -367,7 +367,7 @@ AXES = [None, 0, 1, -1, (0, 1), (1,), (-2,)]
 
 @pytest.mark.parametrize("name", REDUCTIONS)
 @given(seed=SEEDS, sizes=SIZES, axis=st.sampled_from(AXES), keepdims=st.booleans(), dtype=st.sampled_from(DTYPES))
-@settings(max_examples=12, deadline=None)
+@settings(max_examples=examples(12), deadline=None)
 def test_reductions(name, axis, keepdims, dtype, seed, sizes):
     if name.startswith("arg") and isinstance(axis, tuple):
         return  # numpy's argmax takes a single axis
@@ -425,7 +425,7 @@ PRODUCT_SHAPES = [  # x spec, y spec; 'n' is dynamic
 @given(sizes=SIZES, seed=SEEDS, shapes=st.sampled_from(PRODUCT_SHAPES),
        dtypes=st.sampled_from([(np.float64, np.float64), (np.int32, np.int32), (np.float32, np.int64),
                                (np.float32, np.float32)]))
-@settings(max_examples=15, deadline=None)
+@settings(max_examples=examples(15), deadline=None)
 def test_products(shapes, name, dtypes, sizes, seed):
     xs, ys = shapes
     if name == "dot" and len(xs) == 3 and len(ys) == 3:
@@ -535,7 +535,7 @@ TRANSFORMS = [
 
 @pytest.mark.parametrize("name,spec,f,np_f", TRANSFORMS, ids=[t[0] for t in TRANSFORMS])
 @given(sizes=SIZES, seed=SEEDS, dtype=st.sampled_from(DTYPES))
-@settings(max_examples=3, deadline=None)
+@settings(max_examples=examples(3), deadline=None)
 def test_shape_transforms(name, spec, f, np_f, dtype, sizes, seed):
     check_three_ways(f, np_f, lambda n: (rand(seed, shape_of(spec, n), dtype) * 3,), sizes,
                      abstracted_axes=(dyn_axes(spec),))
@@ -622,7 +622,7 @@ STATIC_INDICES = [0, -1, 1, (0, 1), (-1, -2), slice(1, 3), slice(None, 2), slice
 
 @pytest.mark.parametrize("idx", STATIC_INDICES, ids=str)
 @given(seed=SEEDS)
-@settings(max_examples=2, deadline=None)
+@settings(max_examples=examples(2), deadline=None)
 def test_static_index_static_shape(idx, seed):
     check_three_ways(lambda x: x[idx], lambda x: x[idx], lambda _: (rand(seed, (4, 3)),), [0])
 
@@ -643,7 +643,7 @@ def test_static_index_dynamic_axis(idx, sizes, seed):
 
 
 @given(n=st.integers(1, 6), seed=SEEDS, data=st.data())
-@settings(max_examples=15, deadline=None)
+@settings(max_examples=examples(15), deadline=None)
 def test_traced_integer_index(n, seed, data):
     idxs = data.draw(st.lists(st.integers(-n, n - 1), min_size=1, max_size=4))
     x = rand(seed, (n, 3))
@@ -658,7 +658,7 @@ def test_traced_integer_index(n, seed, data):
 
 
 @given(n=st.integers(0, 6), seed=SEEDS, data=st.data())
-@settings(max_examples=15, deadline=None)
+@settings(max_examples=examples(15), deadline=None)
 def test_traced_slice_bounds(n, seed, data):
     pairs = data.draw(st.lists(st.tuples(st.integers(-n - 2, n + 2), st.integers(-n - 2, n + 2)),
                                min_size=1, max_size=4))

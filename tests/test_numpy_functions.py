@@ -10,6 +10,7 @@ from hypothesis import given, settings, strategies as st
 
 import dynjax
 import dynjax.numpy as jnp
+from helpers import examples
 
 SPECIAL = np.array([0.0, -0.0, 1.5, -2.5, 0.5, 2.675, -7.125, np.inf, -np.inf, np.nan, 1e-300, 1e300, 3.0])
 
@@ -77,7 +78,7 @@ def test_shift_counts_out_of_range():
         np.testing.assert_array_equal(got[1], [0, -1, 0, -1])
 
 
-@settings(max_examples=30)
+@settings(max_examples=examples(30))
 @given(st.lists(st.integers(-2**31, 2**31 - 1), min_size=0, max_size=8), st.integers(0, 31),
        st.sampled_from([np.int32, np.uint32, np.int64]))
 def test_shifts_hypothesis(values, count, dtype):

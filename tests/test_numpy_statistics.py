@@ -9,6 +9,7 @@ from hypothesis import given, settings, strategies as st
 
 import dynjax
 import dynjax.numpy as jnp
+from helpers import examples
 
 SPECIAL = np.array([0.0, -0.0, 1.5, -2.0, np.inf, -np.inf, np.nan, 1e-300, 7.0])
 
@@ -201,7 +202,7 @@ _Q_COMPILED = {m: dynjax.qjit(lambda v, q, m=m: (jnp.quantile(v, q, axis=0, meth
                                abstracted_axes=({0: "n"}, {0: "k"})) for m in METHODS}
 
 
-@settings(max_examples=40)
+@settings(max_examples=examples(40))
 @given(n=st.integers(0, 9), m=st.integers(1, 3), seed=st.integers(0, 2**16),
        method=st.sampled_from(METHODS), q=st.lists(st.floats(0, 1), min_size=1, max_size=4))
 def test_quantiles_hypothesis(n, m, seed, method, q):

@@ -15,6 +15,9 @@ import dynjax.numpy as jnp
 from dynjax import for_loop, qjit
 from dynjax.execution import tiers
 
+# the automatic tier as a user's process runs it: compiles ahead included
+pytestmark = pytest.mark.usefixtures("compile_ahead")
+
 W = np.arange(3.0) * 10 + 1          # a small constant closed over
 BIG = np.arange(6000.0) * 0.5 + 1    # 48 KB: results this large are views of XLA's buffers
 

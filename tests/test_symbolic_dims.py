@@ -13,6 +13,7 @@ import dynjax
 import dynjax.numpy as jnp
 from dynjax import make_jaxpr, qjit
 from dynjax.core.symbolic import Expr, Symbol, decide_eq, decide_ge, maximum, minimum, simplify
+from helpers import examples
 
 SIZES = [0, 1, 2, 7]
 
@@ -143,7 +144,7 @@ def _size(n, s):
 
 
 @given(a=st.tuples(BOUND, BOUND), b=st.tuples(BOUND, BOUND))
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 def test_slice_pairs(a, b):
     s1, s2 = slice(*a), slice(*b)
     equal_everywhere = all(_size(n, s1) == _size(n, s2) for n in range(0, 16))

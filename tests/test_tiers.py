@@ -22,6 +22,9 @@ from dynjax import for_loop, lax, qjit
 from dynjax.execution import tiers
 from dynjax.execution.padding import MIN_BUCKET, bucket, next_bucket
 
+# these tests check the tiers as a user's process runs them: compiles ahead included
+pytestmark = pytest.mark.usefixtures("compile_ahead")
+
 EDGES = [0, 1, 2, 15, 16, 17, 31, 32, 33, 63, 64, 65, 127, 128, 129, 1025, 1281]
 
 
@@ -260,6 +263,27 @@ def test_auto_policy_compiles_exact_in_the_background(monkeypatch):
     tiers.wait_for_background()
     np.testing.assert_array_equal(f(x), np.cumsum(x) - x)
     assert f.cache_info()["exact_runs"] == 2
+
+
+def test_without_compiles_ahead_a_bucket_compiles_only_when_a_call_needs_it(monkeypatch):
+    monkeypatch.delenv("DYNJAX_TIERS", raising=False)
+    monkeypatch.setenv("DYNJAX_COMPILE_AHEAD", "0")
+    monkeypatch.setenv("DYNJAX_EXACT_AFTER", "1000")
+    f = qjit(lambda x: jnp.cumsum(x) * 2.0, abstracted_axes={0: "n"})
+    for n in (4, 4, 4):                              # one size: one exact compile, nothing else
+        np.testing.assert_array_equal(f(np.arange(float(n))), np.cumsum(np.arange(float(n))) * 2)
+    tiers.wait_for_background()
+    info = f.cache_info()
+    assert info["background_compilations"] == 0 and info["padded_compilations"] == 0, info
+    assert info["exact_runs"] == 3
+    x = np.arange(9.0)                               # a new size: its own bucket, and only that one
+    np.testing.assert_array_equal(f(x), np.cumsum(x) * 2)
+    tiers.wait_for_background()
+    np.testing.assert_array_equal(f(np.arange(10.0)), np.cumsum(np.arange(10.0)) * 2)
+    info = f.cache_info()
+    assert info["background_compilations"] == 1, info
+    assert info["padded_compilations"] + info["disk_cache_hits"] == 1, info
+    assert info["padded_runs"] + info["eager_runs"] == 2 and info["padded_runs"] >= 1, info
 
 
 def test_a_new_size_of_a_program_that_cannot_run_padded_gets_its_exact_executable(tier, monkeypatch):

@@ -27,6 +27,12 @@ from typing import Dict, Optional, Tuple
 
 _INF = math.inf
 _ids = itertools.count()
+# Facts only grow (a symbol's lower bound is raised to 0 once it is used as a size), so a
+# decided comparison stays decided; an undecided one is remembered only for the epoch of
+# facts it was asked in. The memo is bounded: it is dropped whole when it gets large.
+_facts_epoch = 0
+_decided: Dict["Expr", Tuple[Optional[bool], int]] = {}
+_DECIDED_MAX = 50_000
 
 
 class Symbol:
@@ -41,7 +47,10 @@ class Symbol:
 
     def assume_nonnegative(self):
         """Record that this integer is a size (used as a dimension): ``>= 0``."""
-        self.lo = max(self.lo, 0)
+        global _facts_epoch
+        if self.lo < 0:
+            self.lo = 0
+            _facts_epoch += 1
 
     def __repr__(self):
         return self.name
@@ -63,19 +72,20 @@ def _mono_key(mono):
 
 
 def _expr_key(e: "Expr"):
-    return tuple((_mono_key(m), c) for m, c in e.terms)
+    return e._key
 
 
 class Expr:
     """A canonical integer polynomial (see the module docstring). Immutable and hashable;
     ``==`` is structural equality of canonical forms."""
-    __slots__ = ("terms", "_hash")
+    __slots__ = ("terms", "_key", "_hash")
 
     def __init__(self, terms: Dict[tuple, int]):
-        items = [(m, c) for m, c in terms.items() if c != 0]
-        items.sort(key=lambda mc: _mono_key(mc[0]))
-        self.terms = tuple(items)
-        self._hash = hash(_expr_key(self))
+        keyed = sorted(((_mono_key(m), m, c) for m, c in terms.items() if c != 0),
+                       key=lambda kmc: kmc[0])
+        self.terms = tuple((m, c) for _, m, c in keyed)
+        self._key = tuple((k, c) for k, _, c in keyed)   # the canonical form, computed once
+        self._hash = hash(self._key)
 
     # --- construction ----------------------------------------------------------------------
     @staticmethod
@@ -117,7 +127,7 @@ class Expr:
         return float(self._closed_value("float()"))
 
     def __eq__(self, other):
-        return isinstance(other, Expr) and self._hash == other._hash and _expr_key(self) == _expr_key(other)
+        return isinstance(other, Expr) and self._hash == other._hash and self._key == other._key
 
     def __hash__(self):
         return self._hash
@@ -315,11 +325,23 @@ def bounds(e: Expr) -> Tuple[float, float]:
 def decide_ge(a, b) -> Optional[bool]:
     """True when ``a >= b`` always holds, False when never, None when it depends."""
     e = _lift(a) - _lift(b)
+    c = e.as_const()
+    if c is not None:
+        return c >= 0
+    known = _decided.get(e)
+    if known is not None and (known[0] is not None or known[1] == _facts_epoch):
+        return known[0]
+    epoch = _facts_epoch
     if _nonnegative(e, (), 4):
-        return True
-    if _nonnegative(-e - 1, (), 4):
-        return False
-    return None
+        answer = True
+    elif _nonnegative(-e - 1, (), 4):
+        answer = False
+    else:
+        answer = None
+    if len(_decided) >= _DECIDED_MAX:
+        _decided.clear()
+    _decided[e] = (answer, epoch)
+    return answer
 
 
 def _nonnegative(e: Expr, hyps, depth: int) -> bool:

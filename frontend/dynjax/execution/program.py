@@ -223,8 +223,9 @@ class Segment:
 
     def _compile_bucket_later(self, bounds, values, priority):
         """Queue the padded program of a bucket on the background compile thread (once: a
-        bucket already queued or compiled is not queued again)."""
-        if bounds in self.padded:
+        bucket already queued or compiled is not queued again; a speculative one only with
+        ``tiers.compile_ahead()``)."""
+        if bounds in self.padded or (priority == tiers.AHEAD and not tiers.compile_ahead()):
             return
 
         def build():

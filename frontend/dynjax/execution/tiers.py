@@ -24,6 +24,12 @@ that holds it, is evaluated by the numpy impls meanwhile, if the cost model puts
 ``EAGER_MAX_FLOPS``; the evaluation gives way to the bucket as soon as it is compiled
 (``program.Segment._run_eagerly``).
 
+Compiles ahead (``AHEAD``: the first size's own bucket and the next one up, queued after the
+first call; a new size's bucket when a larger compiled one already serves it) are speculative:
+they pay off when the program meets more sizes. ``DYNJAX_COMPILE_AHEAD=0`` turns them off (a
+program run at one size compiles once; a new size's bucket then compiles when a call needs
+it), for batch jobs and machines where no core is idle, and for the test suite.
+
 ``DYNJAX_TIERS`` chooses the policy: ``auto`` (the default, as above), ``exact`` (every
 new size compiles its exact executable on the call path, no padding) or ``padded`` (always
 tier 1 where the program allows it: for tests). ``DYNJAX_SYNC_COMPILE=1`` compiles tier 2 on
@@ -83,6 +89,12 @@ def policy() -> str:
         raise ValueError(f"DYNJAX_TIERS must be one of {', '.join(POLICIES)}, got {p!r}")
     _last = (raw, p)
     return p
+
+
+def compile_ahead() -> bool:
+    """Whether speculative bucket compiles are queued (``$DYNJAX_COMPILE_AHEAD``, on unless
+    ``0``/``false``/``no``/``off``)."""
+    return os.environ.get("DYNJAX_COMPILE_AHEAD", "").strip().lower() not in ("0", "false", "no", "off")
 
 
 def synchronous() -> bool:
