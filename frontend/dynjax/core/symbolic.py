@@ -27,12 +27,6 @@ from typing import Dict, Optional, Tuple
 
 _INF = math.inf
 _ids = itertools.count()
-# Facts only grow (a symbol's lower bound is raised to 0 once it is used as a size), so a
-# decided comparison stays decided; an undecided one is remembered only for the epoch of
-# facts it was asked in. The memo is bounded: it is dropped whole when it gets large.
-_facts_epoch = 0
-_decided: Dict["Expr", Tuple[Optional[bool], int]] = {}
-_DECIDED_MAX = 50_000
 
 
 class Symbol:
@@ -47,10 +41,7 @@ class Symbol:
 
     def assume_nonnegative(self):
         """Record that this integer is a size (used as a dimension): ``>= 0``."""
-        global _facts_epoch
-        if self.lo < 0:
-            self.lo = 0
-            _facts_epoch += 1
+        self.lo = max(self.lo, 0)
 
     def __repr__(self):
         return self.name
@@ -328,20 +319,11 @@ def decide_ge(a, b) -> Optional[bool]:
     c = e.as_const()
     if c is not None:
         return c >= 0
-    known = _decided.get(e)
-    if known is not None and (known[0] is not None or known[1] == _facts_epoch):
-        return known[0]
-    epoch = _facts_epoch
     if _nonnegative(e, (), 4):
-        answer = True
-    elif _nonnegative(-e - 1, (), 4):
-        answer = False
-    else:
-        answer = None
-    if len(_decided) >= _DECIDED_MAX:
-        _decided.clear()
-    _decided[e] = (answer, epoch)
-    return answer
+        return True
+    if _nonnegative(-e - 1, (), 4):
+        return False
+    return None
 
 
 def _nonnegative(e: Expr, hyps, depth: int) -> bool:
