@@ -138,16 +138,18 @@ def output_matches(expected, actual):
     return match(0, 0)
 
 
-def run_blocks(path, blocks, options, timeout=300):
+def execute(path, blocks, options, timeout=300, keep_going=False):
     """Run the blocks of one page in a fresh process (cwd and DYNJAX_CACHE_DIR in a temporary
-    directory) and return a list of failure descriptions (empty when the page is right)."""
+    directory): (stdout, the per-block reports, stderr, whether it timed out). With
+    `keep_going`, blocks after one that failed still run (for a writer fixing a page)."""
     with tempfile.TemporaryDirectory(prefix="dynjax-doc-") as tmp:
         spec = os.path.join(tmp, "blocks.json")
         results = os.path.join(tmp, "results.jsonl")
         work = os.path.join(tmp, "work")
         os.mkdir(work)
         with open(spec, "w") as f:
-            json.dump({"page": path, "blocks": [b.to_json() for b in blocks]}, f)
+            json.dump({"page": path, "blocks": [b.to_json() for b in blocks],
+                       "keep_going": keep_going}, f)
         env = {k: v for k, v in os.environ.items()
                if not k.startswith("DYNJAX_") and k != "XLA_FLAGS"}
         env["DYNJAX_CACHE_DIR"] = os.path.join(tmp, "cache")
@@ -162,14 +164,21 @@ def run_blocks(path, blocks, options, timeout=300):
             stdout, stderr = proc.stdout, proc.stderr
         except subprocess.TimeoutExpired as e:
             timed_out = True
-            stdout = (e.stdout or b"").decode() if isinstance(e.stdout, bytes) else (e.stdout or "")
-            stderr = (e.stderr or b"").decode() if isinstance(e.stderr, bytes) else (e.stderr or "")
+            stdout = e.stdout.decode() if isinstance(e.stdout, bytes) else (e.stdout or "")
+            stderr = e.stderr.decode() if isinstance(e.stderr, bytes) else (e.stderr or "")
         reports = {}
         if os.path.exists(results):
             with open(results) as f:
                 for line in f:
                     r = json.loads(line)
                     reports[r["number"]] = r
+    return stdout, reports, stderr, timed_out
+
+
+def run_blocks(path, blocks, options, timeout=300):
+    """Run the blocks of one page and return a list of failure descriptions (empty when the
+    page is right)."""
+    stdout, reports, stderr, timed_out = execute(path, blocks, options, timeout)
     return compare(path, blocks, stdout, reports, stderr, timed_out, timeout)
 
 

@@ -10,6 +10,7 @@ reported: that comment would show a value nobody checks.
 import ast
 import io
 import json
+import linecache
 import sys
 import tokenize
 import traceback
@@ -44,6 +45,9 @@ def run(spec_path, results_path):
         spec = json.load(f)
     page = spec["page"]
     namespace = {"__name__": "__main__"}
+    # the page's source as a "file" for inspect.getsource (autograph reads it) and tracebacks:
+    # each block's lines at their page line numbers
+    page_lines = []
     with open(results_path, "w") as results:
         for block in spec["blocks"]:
             if block["skip"]:
@@ -51,6 +55,10 @@ def run(spec_path, results_path):
             number, first_line = block["number"], block["line"]
             # page line numbers in tracebacks: the source starts on its page line
             source = "\n" * (first_line - 1) + block["source"]
+            block_lines = block["source"].splitlines(keepends=True)
+            page_lines += ["\n"] * (first_line - 1 + len(block_lines) - len(page_lines))
+            page_lines[first_line - 1:] = block_lines
+            linecache.cache[page] = (sum(map(len, page_lines)), None, list(page_lines), page)
             commented = {first_line - 1 + k for k in comment_lines(block["source"])}
             shown = []
 
@@ -79,7 +87,7 @@ def run(spec_path, results_path):
             report["shown_values"] = shown
             results.write(json.dumps(report) + "\n")
             results.flush()
-            if report["status"] in ("error", "wrong_raise"):
+            if report["status"] in ("error", "wrong_raise") and not spec.get("keep_going"):
                 break
 
 
