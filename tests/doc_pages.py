@@ -22,7 +22,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 RUNNER = os.path.join(HERE, "doc_runner.py")
 
-FENCE = re.compile(r"^(?P<indent>[ \t]*)```(?P<lang>[^`\s]*)\s*$")
+FENCE = re.compile(r"^(?P<indent>[ \t]*)(?P<mark>```|~~~)(?P<lang>[^`~\s]*)\s*$")
 NOT_RUN = re.compile(r"^#\s*not run:\s*(?P<reason>\S.*)$")
 RAISES = re.compile(r"^#\s*raises:\s*(?P<name>[A-Za-z_][A-Za-z_0-9.]*)\s*$")
 OPTIONS = re.compile(r"<!--\s*doc-test:(?P<body>.*?)-->", re.S)
@@ -47,22 +47,24 @@ class Block:
 
 
 def _fences(lines):
-    """(lang, first content line index, content lines) of every fenced block, in order; the
-    content is dedented by the fence's own indentation (fences inside list items)."""
+    """(lang, first content line index, closing line index, content lines) of every fenced
+    block, in order; the content is dedented by the fence's own indentation (fences inside
+    list items). A block opened by ~~~ ends at ~~~ and may hold ``` lines."""
     i = 0
     while i < len(lines):
         m = FENCE.match(lines[i])
         if not m:
             i += 1
             continue
-        indent, lang, start = m.group("indent"), m.group("lang").lower(), i + 1
+        indent, mark, lang, start = m.group("indent"), m.group("mark"), m.group("lang").lower(), i + 1
         j = start
-        while j < len(lines) and lines[j].strip() != "```":
+        while j < len(lines) and lines[j].strip() != mark:
             j += 1
         if j == len(lines):
             raise ValueError(f"line {i + 1}: the ``` fence opened here is never closed")
         body = [ln[len(indent):] if ln.startswith(indent) else ln.lstrip() for ln in lines[start:j]]
-        yield lang, start, j, body
+        # a ~~~ fence shows markdown source (fences included): it is never run nor an output
+        yield (lang if mark == "```" else "~~~" + lang), start, j, body
         i = j + 1
 
 

@@ -129,6 +129,13 @@ def test_a_crash_is_reported():
     assert len(failures) == 1 and "died" in failures[0] and "Segmentation fault" in failures[0]
 
 
+def test_a_tilde_fence_is_shown_not_run():
+    page = "~~~markdown\n```python\nraise SystemExit(1)\n```\n~~~\n\n```python\nprint(1)\n```\n```\n1\n```\n"
+    blocks = parse_page(page)
+    assert len(blocks) == 1 and blocks[0].source == "print(1)\n"
+    assert run_blocks("fake.md", blocks, {}) == []
+
+
 def test_page_options():
     from doc_pages import page_options
     assert page_options(FAKE) == {"devices": "2"}
