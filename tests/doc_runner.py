@@ -12,6 +12,7 @@ import io
 import json
 import linecache
 import sys
+import time
 import tokenize
 import traceback
 
@@ -70,6 +71,7 @@ def run(spec_path, results_path):
             sys.stdout.flush()
             print(MARK.format(number), flush=True)
             report = {"number": number, "status": "ok"}
+            started = time.perf_counter()
             try:
                 code = compile(record_expressions(ast.parse(source, filename=page)), page, "exec")
                 exec(code, namespace)
@@ -84,6 +86,7 @@ def run(spec_path, results_path):
                 else:
                     report.update(status="error", error=traceback.format_exc())
             sys.stdout.flush()
+            report["seconds"] = round(time.perf_counter() - started, 3)
             report["shown_values"] = shown
             results.write(json.dumps(report) + "\n")
             results.flush()

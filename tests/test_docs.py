@@ -1,8 +1,11 @@
 """Every python block of README.md and doc/*.md runs as written, top to bottom per page, and
 prints exactly what the page shows (the conventions: doc/writing_docs.md). One test per page,
 each page in a fresh process; and tests of the checker itself, so that it can fail."""
+import glob
 import os
+import subprocess
 import sys
+import tempfile
 
 import pytest
 
@@ -17,6 +20,20 @@ PAGE_TIMEOUT = 300
 def test_page_runs_and_prints_what_it_shows(page):
     failures = run_page(os.path.join(ROOT, page), timeout=PAGE_TIMEOUT)
     assert not failures, "\n\n".join(failures)
+
+
+@pytest.mark.parametrize("script", sorted(os.path.relpath(p, ROOT) for p in
+                                           glob.glob(os.path.join(ROOT, "examples", "*.py"))))
+def test_example_script_runs(script):
+    """The scripts in examples/ (README's quick start runs one) run to the end."""
+    with tempfile.TemporaryDirectory(prefix="dynjax-example-") as tmp:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("DYNJAX_")}
+        env["DYNJAX_CACHE_DIR"] = os.path.join(tmp, "cache")
+        env["PYTHONPATH"] = os.pathsep.join([os.path.join(ROOT, "frontend"), ROOT])
+        proc = subprocess.run([sys.executable, os.path.join(ROOT, script)], cwd=tmp, env=env,
+                              capture_output=True, text=True, timeout=PAGE_TIMEOUT)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout.strip(), "the example printed nothing"
 
 
 FAKE = '''# A page
