@@ -130,14 +130,16 @@ def output_matches(expected, actual):
             lines.pop()
         return lines
     exp, act = clean(expected), clean(actual)
-
-    def match(i, j):
-        if i == len(exp):
-            return j == len(act)
-        if exp[i].strip() == "...":
-            return any(match(i + 1, k) for k in range(j, len(act) + 1))
-        return j < len(act) and _line_matches(exp[i], act[j]) and match(i + 1, j + 1)
-    return match(0, 0)
+    # reachable[j]: the expected lines so far can match the first j printed lines
+    reachable = [True] + [False] * len(act)
+    for pattern in exp:
+        if pattern.strip() == "...":
+            for j in range(1, len(act) + 1):
+                reachable[j] = reachable[j] or reachable[j - 1]
+        else:
+            reachable = [False] + [reachable[j] and _line_matches(pattern, act[j])
+                                   for j in range(len(act))]
+    return reachable[len(act)]
 
 
 def execute(path, blocks, options, timeout=300, keep_going=False):
