@@ -172,3 +172,21 @@ def test_eager_errors_are_numpy_like():
             f(np.ones((2, 0)), axis=1)
         with pytest.raises(ValueError, match="zero-size"):
             dynjax.make_jaxpr(lambda x: f(x))(np.ones(0))
+
+
+def test_a_tracer_kept_after_its_trace_is_an_escaped_tracer_error():
+    """A tracer stored in a Python variable and used after make_jaxpr returned (a size or
+    an array) raises EscapedTracerError instead of recording into the finished jaxpr."""
+    import dynjax
+    import dynjax.numpy as jnp
+    from dynjax.core.trace import EscapedTracerError
+    kept = []
+
+    def keep(x):
+        kept.extend([x.shape[0], x * 2])
+        return x
+    dynjax.make_jaxpr(keep, abstracted_axes={0: "n"})(np.ones(3))
+    with pytest.raises(EscapedTracerError, match="i64"):
+        jnp.ones(kept[0])
+    with pytest.raises(EscapedTracerError, match=r"f64\[n\]"):
+        jnp.sum(kept[1])

@@ -29,19 +29,3 @@ def test_sharding_case(results, name):
     assert name in results, sorted(results)
     assert results[name] is None, results[name]
 
-
-def test_the_distributed_page_runs():
-    """doc/distributed.md's examples, top to bottom in a fresh process (the page asks for four
-    devices first); blocks marked "not run" need two processes (test_distributed.py)."""
-    import re
-    page = open(os.path.join(os.path.dirname(HERE), "doc", "distributed.md")).read()
-    blocks = re.findall(r"(<!-- not run[^\n]*-->\n)?```python\n(.*?)```", page, re.S)
-    code = "\n".join(b for skip, b in blocks if not skip)
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([os.path.join(os.path.dirname(HERE), "frontend"),
-                                          os.path.dirname(HERE), env.get("PYTHONPATH", "")])
-    proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    lines = proc.stdout.splitlines()
-    assert "(3, 3, 2)" in lines and "(5, 1) 1" in lines and "4 cpu" in lines and "[6. 6. 6.]" in lines, lines
-    assert sum(line.startswith("0.58002565838597") for line in lines) == 3, lines

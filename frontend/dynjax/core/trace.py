@@ -150,6 +150,8 @@ def bind(primitive: Primitive, *args, **params):
     for a in args:
         if isinstance(a, Tracer):
             if a._trace.level > top.level:
+                if not a._trace.active:   # a tracer kept after its trace ended
+                    raise EscapedTracerError(a)
                 top = a._trace
         elif a.__class__ not in _NATIVE_OPERANDS and _avals.is_foreign_array(a):
             foreign = True
