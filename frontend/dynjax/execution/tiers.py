@@ -193,6 +193,7 @@ class _Queue:
 
     def _work(self):
         _lower_priority()
+        _worker.active = True
         while True:
             with self.lock:
                 while not self.jobs and not self.closed:
@@ -238,6 +239,12 @@ def _dropped(job: _Job) -> None:
 
 
 _queue = _Queue()
+_worker = threading.local()   # ``active`` on the compile thread
+
+
+def on_worker() -> bool:
+    """Whether the calling thread is the background compile thread."""
+    return getattr(_worker, "active", False)
 
 
 def submit(key: Hashable, fn: Callable[[], None], priority: int = NEEDED, useful: int = 0,
@@ -289,6 +296,12 @@ def _after_fork_in_child() -> None:
     global _queue
     old = _queue
     _queue = _Queue()
+_worker = threading.local()   # ``active`` on the compile thread
+
+
+def on_worker() -> bool:
+    """Whether the calling thread is the background compile thread."""
+    return getattr(_worker, "active", False)
     for job in list(old.jobs.values()) + ([old.running] if old.running is not None else []):
         _dropped(job)
     from .lru import _after_fork_in_child as caches_after_fork
