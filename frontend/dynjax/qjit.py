@@ -27,7 +27,7 @@ import numpy as np
 
 from .core import pytree
 from .core.avals import is_inexact_dtype, is_integer_dtype, same_dim
-from .core.errors import api_boundary, user_error, user_stacklevel
+from .core.errors import api_boundary, prefix_message, user_error, user_line, user_stacklevel
 from .core.trace import Tracer, is_tracing, typeof
 from .execution import compile_log, explain
 from .execution.lru import BoundedCache, check_cache_size, default_cache_size
@@ -180,6 +180,14 @@ class QJIT:
             entry = self._trace(tuple(specs), {})
         except _ClosesOverTracers:
             return   # traced again at each call
+        except Exception as e:
+            # raised at the decoration: the message starts with the user's line that failed
+            where = user_line(e.__traceback__)
+            if where is not None:
+                name = getattr(self.fun, "__name__", "the function")
+                prefix_message(e, f"{where[0]}:{where[1]} (in {where[2]}, tracing {name} at its "
+                                  "decoration, from its annotations): ")
+            raise
         self._by_abstract.put(self._abstract_key(tuple(specs), {}), entry)
         self._aot_traced = True
 
