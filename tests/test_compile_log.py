@@ -90,7 +90,7 @@ def test_compile_log_lines_have_durations_sizes_and_reasons():
                   and "in the background" in ln]
     assert len(background) == 2, out.stderr
     for ln, bound in zip(sorted(background, key=lambda ln: int(re.search(r"<= (\d+)", ln).group(1))), (16, 32)):
-        assert re.fullmatch(rf"\[dynjax.compile\] compile step \[bucket {n} <= {bound}, in the background\]: "
+        assert re.fullmatch(rf"\[dynjax.compile\] compile step \[bucket: {n} <= {bound}, in the background\]: "
                             rf"{SECONDS}, \d+ equations, \d+ StableHLO ops; reason: the next size bucket: "
                             rf"{n} <= {bound}", ln), ln
     # the trace's size is its equations counted through the loop body

@@ -108,10 +108,11 @@ _VERBS = {"trace": ("tracing", "traced", "tracing the Python function"),
 class Step:
     """One trace, lowering or compile in progress (see the module docstring). ``what`` says
     for which signature or sizes; ``sizes`` and ``reason`` are called only when a line is
-    printed or logged. Set ``ops`` (StableHLO ops) or ``equations`` when known during the
-    step, and ``disk_hit = True`` when the compile was served by the disk cache."""
+    printed or logged. Set ``sizes`` again when more is known during the step (the module's
+    ops once lowered), ``waiting`` to what the step waits for now (the progress line says
+    it), and ``disk_hit = True`` when the compile was served by the disk cache."""
     __slots__ = ("kind", "stats", "what", "reason", "sizes", "start", "deadline", "announced",
-                 "background", "ops", "equations", "disk_hit", "_lock")
+                 "background", "ops", "equations", "disk_hit", "waiting", "_lock")
 
     def __init__(self, kind: str, stats, what: str, reason: Optional[Callable[[], Optional[str]]],
                  sizes: Optional[Callable[[], str]]):
@@ -120,6 +121,7 @@ class Step:
         self.ops: Optional[int] = None
         self.equations: Optional[int] = None
         self.disk_hit = False
+        self.waiting = _VERBS[kind][2]
         self.announced = False
         self.deadline = 0.0
         self.start = 0.0
@@ -192,7 +194,7 @@ class Step:
             where = "in the background" if self.background else ""
             detail = ", ".join(p for p in (self.what, where, self.size_text()) if p)
             _print(f"dynjax: {_VERBS[self.kind][0]} {self.function()}" + (f" ({detail})" if detail else "")
-                   + f" for {now - self.start:.1f} s; {_VERBS[self.kind][2]} ...")
+                   + f" for {now - self.start:.1f} s; {self.waiting} ...")
 
 
 def step(kind: str, stats, what: str = "", reason: Optional[Callable[[], Optional[str]]] = None,

@@ -204,8 +204,8 @@ def bucket_why(bounds: Sequence[int], values: Optional[Sequence[int]], describe:
 
 
 def bucket_text(bounds: Sequence[int], describe: Callable[[int], str], baked: Sequence[int]) -> str:
-    """A size bucket: ``bucket n <= 32``."""
-    return "bucket " + ", ".join(f"{describe(i)} <= {b}" for i, b in zip(baked, bounds))
+    """A size bucket: ``bucket: n <= 32``."""
+    return "bucket: " + ", ".join(f"{describe(i)} <= {b}" for i, b in zip(baked, bounds))
 
 
 def note(logger: logging.Logger, message: str) -> None:

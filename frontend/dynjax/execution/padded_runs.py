@@ -48,6 +48,7 @@ def compile_padded(stats, closed: ClosedJaxpr, what: str = "", reason=None):
     eqns = (lambda: compile_log.equations_text(compile_log.count_equations(closed.jaxpr)))
     with compile_log.step("lower", stats, what, sizes=eqns) as st:
         text = module_text(closed)
+        st.sizes = compile_log.sizes_with_ops(eqns, text)
     stats.lowerings += 1
     with compile_log.step("compile", stats, what, reason, sizes=compile_log.sizes_with_ops(eqns, text)) as st:
         exe, hit = runtime.compile_cached(text, return_hit=True)

@@ -400,9 +400,11 @@ class Segment:
         start = time.perf_counter()
         with compile_log.step("compile", self.stats, what, reason, sizes=lambda: (
                 compile_log.equations_text(compile_log.count_equations(self.jaxpr)))) as st:
+            st.waiting = "specializing the module to these shapes"
             text = runtime.specialize(module, arg_types, baked_values)
             self.stats.specializations += 1
             st.sizes = compile_log.sizes_with_ops(st.sizes, text)
+            st.waiting = "waiting for XLA"
             exe = self._compile_text(text, start, st)
         self._mark_long(exe, args)
         self.last_specialized = text

@@ -99,8 +99,9 @@ class ShardedProgram:
             ", " + explain.bucket_text([bounds[i] for i in self.sized], self.describe_input, self.sized)
             if self.sized else "")
         eqns = (lambda: compile_log.equations_text(compile_log.count_equations(program.closed.jaxpr)))
-        with compile_log.step("lower", self.stats, what, sizes=eqns):
+        with compile_log.step("lower", self.stats, what, sizes=eqns) as st:
             text = module_text(program.closed)
+            st.sizes = compile_log.sizes_with_ops(eqns, text)
         self.stats.lowerings += 1
         n_extra = len(program.closed.jaxpr.invars) - len(self.jaxpr.invars)
         ins = list(in_layouts) + [None] * n_extra

@@ -39,46 +39,59 @@ def _signature(traced) -> str:
     return "(" + ", ".join(ins) + ") -> " + ("(" + ", ".join(outs) + ")" if len(outs) != 1 else outs[0])
 
 
+def _executables(program):
+    """``(exact, buckets, capacity)``: the executables of one trace's program per tier, each
+    as ``count (which sizes)``; ``capacity`` is "" when the program has no resizing loops."""
+    from .padded_runs import CapacityProgram
+    exact: List[str] = []
+    buckets: List[str] = []
+    capacity: List[str] = []
+    n_exact = n_buckets = 0
+    for seg in program.segments():
+        if isinstance(seg, CapacityProgram):
+            capacity += [f"buckets {list(b)} capacities {[list(c) for c in caps]}" for b, caps in seg.runs.keys()]
+            continue
+        keys = seg.cache.keys()
+        n_exact += len(keys)
+        if len(seg.baked) == 1 and len({k[1] for k in keys}) == len(keys):   # one size: its values
+            if keys:
+                exact.append(f"{seg.describe_input(seg.baked[0])} = " + ", ".join(
+                    str(v) for v in sorted(k[1][0] for k in keys)))
+        else:
+            exact += [seg._describe_key(k) for k in keys]
+        bounds = seg.padded.keys()
+        n_buckets += len(bounds)
+        if bounds:
+            labels = [seg.describe_input(i) for i in seg.baked]
+            label = labels[0] if len(labels) == 1 else "(" + ", ".join(labels) + ")"
+            buckets.append(f"{label} <= " + ", ".join(str(b[0]) if len(b) == 1 else str(tuple(b))
+                                                      for b in sorted(bounds)))
+    return (f"{n_exact}" + (f" ({_few(exact)})" if exact else ""),
+            f"{n_buckets}" + (f" ({'; '.join(buckets)})" if buckets else ""),
+            f"{len(capacity)} ({_few(capacity)})" if capacity else "")
+
+
 def explain_function(f) -> str:
     """A readable summary of the ``qjit`` function ``f``: calls, its traces (signatures and
     sizes), its executables per tier (exact sizes, padded size buckets, capacity programs
     of resizing loops, and how many were compiled in the background), the time spent
     tracing, lowering and compiling, and its cache hits and misses."""
-    from .padded_runs import CapacityProgram
     from .tiers import queued
     s = f.stats
     name = s.function or "function"
     entries = f._by_abstract.values()
     lines = [f"{name}: {_plural(f.calls, 'call')}, {_plural(f.traces, 'trace')}"
-             + (f" (+ {f.inlined_traces} inlined into other traces)" if f.inlined_traces else "")]
-    lines.append(f"  traces ({len(entries)} cached):")
+             + (f" (+ {f.inlined_traces} inlined into other traces)" if f.inlined_traces else "")
+             + f", {len(entries)} cached:"]
     for e in entries:
-        lines.append(f"    {_signature(e.traced)}: "
+        lines.append(f"  {_signature(e.traced)}: "
                      f"{equations_text(count_equations(e.traced.closed_jaxpr.jaxpr))}")
-    exact: List[str] = []
-    buckets: List[str] = []
-    capacity: List[str] = []
-    nbuckets = 0
-    for e in entries:
-        for seg in e.program.segments():
-            if isinstance(seg, CapacityProgram):
-                capacity += [f"buckets {list(b)} capacities {[list(c) for c in caps]}"
-                             for b, caps in seg.runs.keys()]
-                continue
-            exact += [seg._describe_key(k) for k in seg.cache.keys()]
-            bounds = seg.padded.keys()
-            if bounds:
-                labels = [seg.describe_input(i) for i in seg.baked]
-                label = labels[0] if len(labels) == 1 else "(" + ", ".join(labels) + ")"
-                buckets.append(f"{label} <= " + ", ".join(str(b[0]) if len(b) == 1 else str(tuple(b))
-                                                          for b in sorted(bounds)))
-                nbuckets += len(bounds)
-    lines.append("  executables:")
-    lines.append(f"    exact sizes: {len(exact)}" + (f" ({_few(exact)})" if exact else ""))
-    lines.append(f"    padded size buckets: {nbuckets}" + (f" ({'; '.join(buckets)})" if buckets else ""))
-    if capacity:
-        lines.append(f"    capacity programs (resizing loops): {len(capacity)} ({_few(capacity)})")
-    lines.append(f"    compiled in the background: {s.background_compilations} "
+        exact, buckets, capacity = _executables(e.program)
+        lines.append(f"    exact sizes: {exact}")
+        lines.append(f"    padded size buckets: {buckets}")
+        if capacity:
+            lines.append(f"    capacity programs (resizing loops): {capacity}")
+    lines.append(f"  compiled in the background: {s.background_compilations} "
                  f"({_plural(s.exact_compilations, 'exact executable')} for recurring sizes; "
                  f"{queued(s)} waiting, {s.dropped_jobs} dropped)")
     lines.append(f"  time: tracing {seconds_text(s.trace_seconds)}, lowering {seconds_text(s.lowering_seconds)}, "
