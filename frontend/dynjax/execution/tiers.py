@@ -296,12 +296,6 @@ def _after_fork_in_child() -> None:
     global _queue
     old = _queue
     _queue = _Queue()
-_worker = threading.local()   # ``active`` on the compile thread
-
-
-def on_worker() -> bool:
-    """Whether the calling thread is the background compile thread."""
-    return getattr(_worker, "active", False)
     for job in list(old.jobs.values()) + ([old.running] if old.running is not None else []):
         _dropped(job)
     from .lru import _after_fork_in_child as caches_after_fork
