@@ -20,7 +20,6 @@ Nothing here is on the path of a call that hits a cache.
 """
 from __future__ import annotations
 
-import logging
 import os
 import re
 import sys
@@ -112,17 +111,15 @@ class Step:
     ops once lowered), ``waiting`` to what the step waits for now (the progress line says
     it), and ``disk_hit = True`` when the compile was served by the disk cache."""
     __slots__ = ("kind", "stats", "what", "reason", "sizes", "start", "deadline", "announced",
-                 "background", "ops", "equations", "disk_hit", "waiting", "_lock")
+                 "background", "disk_hit", "waiting", "finished", "_lock")
 
     def __init__(self, kind: str, stats, what: str, reason: Optional[Callable[[], Optional[str]]],
                  sizes: Optional[Callable[[], str]]):
         self.kind, self.stats, self.what = kind, stats, what
         self.reason, self.sizes = reason, sizes
-        self.ops: Optional[int] = None
-        self.equations: Optional[int] = None
         self.disk_hit = False
         self.waiting = _VERBS[kind][2]
-        self.announced = False
+        self.announced = self.finished = False
         self.deadline = 0.0
         self.start = 0.0
         self._lock = threading.Lock()   # the progress line and the end line never interleave
@@ -133,17 +130,12 @@ class Step:
         return getattr(self.stats, "function", None) or "a program"
 
     def size_text(self) -> str:
-        parts = []
-        if self.sizes is not None:
-            try:
-                parts.append(self.sizes())
-            except Exception:   # a size is a courtesy: never fail the compile for it
-                pass
-        if self.equations is not None:
-            parts.append(equations_text(self.equations))
-        if self.ops is not None:
-            parts.append(ops_text(self.ops))
-        return ", ".join(p for p in parts if p)
+        if self.sizes is None:
+            return ""
+        try:
+            return self.sizes()
+        except Exception:   # a size is a courtesy: never fail the compile for it
+            return ""
 
     def __enter__(self) -> "Step":
         self.start = time.perf_counter()
@@ -162,16 +154,16 @@ class Step:
             with _stats_lock:
                 setattr(self.stats, attr, getattr(self.stats, attr) + seconds)
         with self._lock:
+            self.finished = True   # a progress line the watcher was about to print is not printed
             if self.announced:
-                done = _VERBS[self.kind][1] if exc_type is None else f"failed {_VERBS[self.kind][0]}"
-                _print(f"dynjax: {done} {self.function()} in {seconds_text(seconds)}")
+                verb, verb_done, _ = _VERBS[self.kind]
+                _print(f"dynjax: {verb_done} {self.function()} in {seconds_text(seconds)}" if exc_type is None
+                       else f"dynjax: {verb} {self.function()} failed after {seconds_text(seconds)}")
         if exc_type is None and explain.on(log):
             log.info(self._log_line(seconds))
 
     def _log_line(self, seconds: float) -> str:
-        verb = {"trace": "trace", "lower": "lower", "compile": "compile"}[self.kind]
-        if self.disk_hit:
-            verb = "load from disk cache"
+        verb = "load from disk cache" if self.disk_hit else self.kind
         where = self.what + (", in the background" if self.background else "")
         line = f"{verb} {self.function()}" + (f" [{where}]" if where else "") + f": {seconds_text(seconds)}"
         size = self.size_text()
@@ -188,7 +180,7 @@ class Step:
     def announce(self, now: float) -> None:
         """The progress line (on the watcher thread), once."""
         with self._lock:
-            if self.announced:
+            if self.announced or self.finished:
                 return
             self.announced = True
             where = "in the background" if self.background else ""

@@ -6,7 +6,7 @@ how the times are measured), so it costs nothing until asked for. ``CacheInfo`` 
 """
 from __future__ import annotations
 
-from typing import Any, List
+from typing import List
 
 from .compile_log import count_equations, equations_text, seconds_text
 
