@@ -27,7 +27,7 @@ import numpy as np
 
 from .core import pytree
 from .core.avals import is_inexact_dtype, is_integer_dtype, same_dim
-from .core.errors import api_boundary, prefix_message, user_error, user_line, user_stacklevel
+from .core.errors import api_boundary, name_user_line, user_error, user_stacklevel
 from .core.trace import Tracer, is_tracing, typeof
 from .execution import compile_log, explain
 from .execution.lru import BoundedCache, check_cache_size, default_cache_size
@@ -180,13 +180,9 @@ class QJIT:
             entry = self._trace(tuple(specs), {})
         except _ClosesOverTracers:
             return   # traced again at each call
-        except Exception as e:
-            # raised at the decoration: the message starts with the user's line that failed
-            where = user_line(e.__traceback__)
-            if where is not None:
-                name = getattr(self.fun, "__name__", "the function")
-                prefix_message(e, f"{where[0]}:{where[1]} (in {where[2]}, tracing {name} at its "
-                                  "decoration, from its annotations): ")
+        except Exception as e:   # raised at the decoration: the message starts with the user's line
+            name_user_line(e, f"tracing {getattr(self.fun, '__name__', 'the function')} at its decoration, "
+                              "from its annotations")
             raise
         self._by_abstract.put(self._abstract_key(tuple(specs), {}), entry)
         self._aot_traced = True
@@ -665,18 +661,8 @@ class QJIT:
         ``queued_jobs`` this function's jobs waiting for the compile thread now and
         ``dropped_jobs`` those the full queue dropped. ``inlined_traces`` counts the traces
         made for calls inside another trace or transformation (inlined, not compiled)."""
-        from .execution import tiers
-        from .execution.summary import CacheInfo
-        s = self.stats
-        return CacheInfo({"calls": self.calls, "traces": self.traces, "inlined_traces": self.inlined_traces,
-                "lowerings": s.lowerings,
-                "specializations": s.specializations, "compilations": s.compilations,
-                "padded_compilations": s.padded_compilations,
-                "background_compilations": s.background_compilations,
-                "disk_cache_hits": s.disk_hits, "host_steps": s.host_steps,
-                "exact_runs": s.exact_runs, "padded_runs": s.padded_runs, "eager_runs": s.eager_runs,
-                "exact_compilations": s.exact_compilations, "exact_calls_served": s.exact_calls_served,
-                "queued_jobs": tiers.queued(s), "dropped_jobs": s.dropped_jobs})
+        from .execution.summary import cache_info
+        return cache_info(self)
 
     def explain(self) -> str:
         """A readable summary of what this function traced, compiled and ran (``dynjax.explain``)."""

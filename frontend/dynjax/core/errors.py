@@ -82,6 +82,15 @@ def user_line(tb):
     return found
 
 
+def name_user_line(e: BaseException, context: str) -> None:
+    """Start ``e``'s message with the user's line that failed and ``context``:
+    ``model.py:12 (in step, <context>): ...`` (an error raised where the traceback does not
+    start at the user's code, e.g. at a decoration)."""
+    where = user_line(e.__traceback__)
+    if where is not None:
+        prefix_message(e, f"{where[0]}:{where[1]} (in {where[2]}, {context}): ")
+
+
 def prefix_message(e: BaseException, prefix: str) -> bool:
     """Put ``prefix`` before ``e``'s message, when its message is its first argument (an
     exception that formats itself otherwise is left alone); whether it was done."""

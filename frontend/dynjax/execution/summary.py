@@ -23,6 +23,20 @@ class CacheInfo(dict):
         return "\n".join(f"{k:<{width}}  {v}" for k, v in self.items())
 
 
+def cache_info(f) -> CacheInfo:
+    """``f.cache_info()`` of the ``qjit`` function ``f`` (see ``QJIT.cache_info``)."""
+    from .tiers import queued
+    s = f.stats
+    return CacheInfo({"calls": f.calls, "traces": f.traces, "inlined_traces": f.inlined_traces,
+                      "lowerings": s.lowerings, "specializations": s.specializations,
+                      "compilations": s.compilations, "padded_compilations": s.padded_compilations,
+                      "background_compilations": s.background_compilations,
+                      "disk_cache_hits": s.disk_hits, "host_steps": s.host_steps,
+                      "exact_runs": s.exact_runs, "padded_runs": s.padded_runs, "eager_runs": s.eager_runs,
+                      "exact_compilations": s.exact_compilations, "exact_calls_served": s.exact_calls_served,
+                      "queued_jobs": queued(s), "dropped_jobs": s.dropped_jobs})
+
+
 def _plural(n: int, word: str, many: str = "") -> str:
     return f"{n} {word if n == 1 else (many or word + 's')}"
 
