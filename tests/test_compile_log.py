@@ -275,3 +275,21 @@ def test_stats_and_cache_info_print_readably(monkeypatch):
     assert lines[0] == "compile statistics of <lambda>"
     assert "  exact_runs               2" in lines
     assert any(re.fullmatch(rf"  compile_seconds +{SECONDS}", ln) for ln in lines)
+
+
+def test_progress_line_of_a_failing_compile(held_compile, monkeypatch, capfd):
+    monkeypatch.setenv("DYNJAX_SLOW_COMPILE_SECONDS", "0.2")
+    def failing_compile(*args, **kwargs):   # fails once the progress line is out
+        held_compile.wait(60)
+        raise ValueError("XLA failed to compile the module: out of memory")
+    monkeypatch.setattr(dynjax.runtime, "compile_cached", failing_compile)
+
+    @qjit
+    def broken(x):
+        return x * 4.0
+    with pytest.raises(ValueError, match="out of memory"):
+        broken(np.ones(2))
+    err = capfd.readouterr().err.splitlines()
+    assert [ln for ln in err if ln.startswith("dynjax: compiling broken")][0].endswith("waiting for XLA ...")
+    failed = [ln for ln in err if "failed after" in ln]
+    assert len(failed) == 1 and re.fullmatch(rf"dynjax: compiling broken failed after {SECONDS}", failed[0])
