@@ -23,6 +23,7 @@ __version__ = "0.1.0"
 from .control_flow.catalyst_api import cond, for_loop, while_loop  # noqa: E402,F401
 from .control_flow.catalyst_api import switch  # noqa: E402,F401  (Catalyst's @switch(i); lax.switch is JAX's)
 from .qjit import QJIT, qjit  # noqa: E402,F401  (the function shadows the submodule name)
+from .execution.summary import explain  # noqa: E402,F401  (dynjax.explain(f): what f traced and compiled)
 from .transforms.jvp import jvp  # noqa: E402,F401
 from .transforms.api import (float0, grad, hessian, jacfwd, jacobian, jacrev, linearize,  # noqa: E402,F401
                              value_and_grad, vjp)

@@ -27,9 +27,9 @@ import numpy as np
 
 from .core import pytree
 from .core.avals import is_inexact_dtype, is_integer_dtype, same_dim
-from .core.errors import api_boundary, user_error, user_stacklevel
+from .core.errors import api_boundary, name_user_line, user_error, user_stacklevel
 from .core.trace import Tracer, is_tracing, typeof
-from .execution import explain
+from .execution import compile_log, explain
 from .execution.lru import BoundedCache, check_cache_size, default_cache_size
 from .execution.program import Program, Stats
 from .execution.sharded_runs import check_shardings, leaf_shardings, run_sharded
@@ -137,7 +137,7 @@ class QJIT:
         self.donate_argnums = _donated(fun, self.signature, donate_argnums, donate_argnames, self.static_argnums)
         self.abstracted_axes = abstracted_axes
         self.cache_size = default_cache_size() if cache_size is None else check_cache_size(cache_size)
-        self.stats = Stats(self.cache_size)
+        self.stats = Stats(self.cache_size, getattr(fun, "__name__", None) or type(fun).__name__)
         self.traces = 0
         self.inlined_traces = 0   # traces inlined into a caller's trace (_call_inlined)
         self.calls = 0
@@ -150,6 +150,7 @@ class QJIT:
         self._fast_hit = self._fast._data.get          # its lookup without the recency update
         self._last: Optional[_Entry] = None   # introspection only (f.jaxpr): the latest call's trace
         self._aot_leaves = None
+        self._aot_traced = False   # traced at decoration (explain: not a cache miss of a call)
         self._aot_compile()
 
     # --- ahead-of-time compilation from annotations --------------------------------------------
@@ -179,7 +180,12 @@ class QJIT:
             entry = self._trace(tuple(specs), {})
         except _ClosesOverTracers:
             return   # traced again at each call
+        except Exception as e:   # raised at the decoration: the message starts with the user's line
+            name_user_line(e, f"tracing {getattr(self.fun, '__name__', 'the function')} at its decoration, "
+                              "from its annotations")
+            raise
         self._by_abstract.put(self._abstract_key(tuple(specs), {}), entry)
+        self._aot_traced = True
 
     def _effective_axes(self, nargs):
         """abstracted_axes, completed with the dynamic (None) axes of annotated arrays."""
@@ -206,7 +212,16 @@ class QJIT:
         nargs = len(self._dynamic_args(args))
         fun = (functools.partial(self.fun, **{n: v for n, (_, v) in static_kwargs})
                if static_kwargs else self.fun)
-        traced = trace_function(fun, args, kwargs, self.static_argnums, self._effective_axes(nargs))
+        if akey is None:
+            akey = self._abstract_key(args, kwargs, static_kwargs)
+            why = "ahead of time, from the annotations"
+        else:
+            old = self._by_abstract.keys()
+            why = None
+        with compile_log.step("trace", self.stats, explain.signature_text(akey), lambda: why or explain.trace_why(
+                akey, old, lambda k: f"argument {self._position(k)} ({self._param_name(self._position(k))})")) as st:
+            traced = trace_function(fun, args, kwargs, self.static_argnums, self._effective_axes(nargs))
+            st.sizes = lambda: compile_log.equations_text(compile_log.count_equations(traced.closed_jaxpr.jaxpr))
         self.traces += 1
         if any(isinstance(c, Tracer) for c in traced.closed_jaxpr.consts):
             raise _ClosesOverTracers(traced)
@@ -646,17 +661,13 @@ class QJIT:
         ``queued_jobs`` this function's jobs waiting for the compile thread now and
         ``dropped_jobs`` those the full queue dropped. ``inlined_traces`` counts the traces
         made for calls inside another trace or transformation (inlined, not compiled)."""
-        from .execution import tiers
-        s = self.stats
-        return {"calls": self.calls, "traces": self.traces, "inlined_traces": self.inlined_traces,
-                "lowerings": s.lowerings,
-                "specializations": s.specializations, "compilations": s.compilations,
-                "padded_compilations": s.padded_compilations,
-                "background_compilations": s.background_compilations,
-                "disk_cache_hits": s.disk_hits, "host_steps": s.host_steps,
-                "exact_runs": s.exact_runs, "padded_runs": s.padded_runs, "eager_runs": s.eager_runs,
-                "exact_compilations": s.exact_compilations, "exact_calls_served": s.exact_calls_served,
-                "queued_jobs": tiers.queued(s), "dropped_jobs": s.dropped_jobs}
+        from .execution.summary import cache_info
+        return cache_info(self)
+
+    def explain(self) -> str:
+        """A readable summary of what this function traced, compiled and ran (``dynjax.explain``)."""
+        from .execution.summary import explain_function
+        return explain_function(self)
 
 
 class _ProgramCall:

@@ -21,7 +21,7 @@ from typing import Any, List, Optional, Sequence
 import numpy as np
 
 from ..core.jaxpr import ClosedJaxpr, Jaxpr, Var
-from . import explain
+from . import compile_log, explain
 from .analysis import is_int_scalar as _is_int_scalar, needed_vars
 from .lru import BoundedCache
 from .padding import MIN_BUCKET, NotPaddable, bucket, pad_jaxpr
@@ -39,14 +39,20 @@ AHEAD = 2
 FIRST_GUESS_ELEMENTS = 1 << 22
 
 
-def compile_padded(stats, closed: ClosedJaxpr):
+def compile_padded(stats, closed: ClosedJaxpr, what: str = "", reason=None):
     """Lower a padded (static-shape) program and compile it, through the disk cache; returns
-    the executable and the module text."""
+    the executable and the module text. ``what`` (the bucket) and ``reason`` go to the
+    compile log (``compile_log.step``)."""
     from .. import runtime
     from ..lowering import module_text
-    text = module_text(closed)
+    eqns = (lambda: compile_log.equations_text(compile_log.count_equations(closed.jaxpr)))
+    with compile_log.step("lower", stats, what, sizes=eqns) as st:
+        text = module_text(closed)
+        st.sizes = compile_log.sizes_with_ops(eqns, text)
     stats.lowerings += 1
-    exe, hit = runtime.compile_cached(text, return_hit=True)
+    with compile_log.step("compile", stats, what, reason, sizes=compile_log.sizes_with_ops(eqns, text)) as st:
+        exe, hit = runtime.compile_cached(text, return_hit=True)
+        st.disk_hit = bool(hit)
     if hit:
         stats.disk_hits += 1
     else:
@@ -286,7 +292,10 @@ class CapacityProgram:
                             {id(e): c for e, c in zip(self.loops, caps)})
         explain.maybe(explain.recompiles, lambda: f"compile a program with {len(self.loops)} resizing "
                       f"loop(s) for size buckets {list(bounds)} and capacities {[list(c) for c in caps]}")
-        exe, text = compile_padded(self.stats, program.closed)
+        what = f"capacities {[list(c) for c in caps]}" + (
+            ", " + explain.bucket_text(bounds, self.describe_input, self.sized) if self.sized else "")
+        exe, text = compile_padded(self.stats, program.closed, what,
+                                   lambda: f"{len(self.loops)} resizing loop(s) need room for these sizes")
         return PaddedRun(program, exe, text, long_runs(program.closed.jaxpr))
 
 

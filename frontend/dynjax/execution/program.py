@@ -24,7 +24,7 @@ import numpy as np
 
 from ..core.jaxpr import ClosedJaxpr, Jaxpr, Literal, Var
 from ..core.primitive import impl_rules
-from . import explain, tiers
+from . import compile_log, explain, tiers
 from .analysis import _FOLDABLE, dims_of, foldable_vars, is_scalar, needed_vars, statically_compilable
 from .analysis import is_int_scalar as _is_int_scalar
 from .lru import BoundedCache
@@ -32,32 +32,7 @@ from .padded_runs import (CapacityProgram, PaddedRun, compile_padded, jaxpr_of_e
                           resizing_loops)
 from .padding import MIN_BUCKET, NotPaddable, bucket, next_bucket, pad_jaxpr
 from .size_checks import MAX_SIZE, check_sizes
-
-
-class Stats:
-    """Counters a ``qjit`` function reports through ``cache_info()``, and the size of the
-    executable cache of each of its segments (``cache_size``). ``compilations`` counts the
-    exact-size executables, ``padded_compilations`` the bucket ones (``tiers``);
-    ``exact_runs`` / ``padded_runs`` / ``eager_runs`` count which tier served each segment
-    run. ``exact_compilations`` counts the exact executables made for recurring sizes (on
-    the background thread, ``tiers.worth_exact``) and ``exact_calls_served`` the calls they
-    served; ``dropped_jobs`` the background jobs the full queue dropped (``tiers.submit``)."""
-
-    def __init__(self, cache_size: Optional[int] = None):
-        self.cache_size = cache_size
-        self.lowerings = 0
-        self.specializations = 0
-        self.compilations = 0
-        self.padded_compilations = 0
-        self.background_compilations = 0
-        self.disk_hits = 0
-        self.host_steps = 0
-        self.exact_runs = 0
-        self.padded_runs = 0
-        self.eager_runs = 0
-        self.exact_compilations = 0
-        self.exact_calls_served = 0
-        self.dropped_jobs = 0
+from .stats import Stats  # noqa: F401  (re-exported: Program(..., stats))
 
 
 class Segment:
@@ -102,7 +77,11 @@ class Segment:
             with self._lowering_lock:
                 if self._module_text is None:
                     from ..lowering import module_text
-                    self._module_text = module_text(ClosedJaxpr(self.lowered, self.consts))
+                    with compile_log.step("lower", self.stats, "dynamic shapes", sizes=lambda: (
+                            compile_log.equations_text(compile_log.count_equations(self.lowered)))) as st:
+                        text = module_text(ClosedJaxpr(self.lowered, self.consts))
+                        st.sizes = compile_log.sizes_with_ops(st.sizes, text)
+                    self._module_text = text
                     self.stats.lowerings += 1
                     explain.maybe(explain.recompiles, lambda: f"lower a program of {len(self.jaxpr.eqns)} "
                                   "equations to StableHLO with dynamic shapes")
@@ -294,7 +273,9 @@ class Segment:
         program = pad_jaxpr(self.jaxpr, self.consts, dict(zip(self.baked, bounds)))
         explain.maybe(explain.recompiles, lambda: explain.bucket_reason(
             bounds, values, self.describe_input, self.baked, old))
-        exe, text = compile_padded(self.stats, program.closed)
+        exe, text = compile_padded(self.stats, program.closed,
+                                   explain.bucket_text(bounds, self.describe_input, self.baked),
+                                   lambda: explain.bucket_why(bounds, values, self.describe_input, self.baked, old))
         return PaddedRun(program, exe, text, long_runs(program.closed.jaxpr))
 
     def _first_padded_call(self, args):
@@ -325,7 +306,8 @@ class Segment:
         def compile_exact():
             exe = self.cache.get(key)
             if exe is None:
-                exe = self.cache.get_or_fill(key, lambda: self._compile(args))
+                why = f"the size recurred ({record.calls} calls served padded)"
+                exe = self.cache.get_or_fill(key, lambda: self._compile(args, why))
                 self.promoted.add(exe)
                 self.stats.exact_compilations += 1
 
@@ -340,14 +322,22 @@ class Segment:
                           owner=self.stats, on_drop=dropped):
             self.stats.background_compilations += 1
 
-    def _compile(self, args):
+    def _compile(self, args, why: Optional[str] = None):
+        """The exact executable for these arguments; ``why`` is the compile log's reason when
+        the caller knows better than "a new size" (a size that recurred)."""
         from .. import runtime
         baked_values = {i: int(args[i]) for i in self.baked}
         self._check(args)
+        key = self._key(args)
+        old = self.cache.keys()
+        what = "exact: " + self._describe_key(key)
+
+        def reason():
+            return why or explain.compile_why(key, old, self.describe_input, self.runtime, self.baked)
         if self.exact_by_padding:
-            return self._compile_exact_padded(baked_values)
+            return self._compile_exact_padded(baked_values, what, reason)
         explain.maybe(explain.recompiles, lambda: explain.compile_reason(
-            "specialize and compile exact sizes", self._key(args), self.cache.keys(), self.describe_input,
+            "specialize and compile exact sizes", key, old, self.describe_input,
             self.runtime, self.baked))
         arg_types = [None] * len(self.lowered.invars)
         for i in self.runtime:
@@ -356,20 +346,27 @@ class Segment:
         n = len(self.jaxpr.invars)
         host = _evaluate(self.host_eqns, {id(self.jaxpr.invars[i]): v for i, v in baked_values.items()})
         baked_values.update({n + j: host[id(v)] for j, v in enumerate(self.host_vars)})
+        module = self.module_text
         start = time.perf_counter()
-        text = runtime.specialize(self.module_text, arg_types, baked_values)
-        self.stats.specializations += 1
-        exe = self._compile_text(text, start)
+        with compile_log.step("compile", self.stats, what, reason, sizes=lambda: (
+                compile_log.equations_text(compile_log.count_equations(self.jaxpr)))) as st:
+            st.waiting = "specializing the module to these shapes"
+            text = runtime.specialize(module, arg_types, baked_values)
+            self.stats.specializations += 1
+            st.sizes = compile_log.sizes_with_ops(st.sizes, text)
+            st.waiting = "waiting for XLA"
+            exe = self._compile_text(text, start, st)
         self._mark_long(exe, args)
         self.last_specialized = text
         return exe
 
-    def _compile_text(self, text: str, start: float):
+    def _compile_text(self, text: str, start: float, step: "compile_log.Step"):
         """Compile a static module (through the disk cache) for this segment's exact tier,
         counting it and timing it from ``start`` (the mean feeds ``tiers.worth_exact``)."""
         from .. import runtime
         exe, hit = runtime.compile_cached(text, return_hit=True)
         if hit:
+            step.disk_hit = True
             self.stats.disk_hits += 1
         else:
             self.stats.compilations += 1
@@ -377,16 +374,20 @@ class Segment:
             self.compile_seconds = seconds if previous is None else 0.75 * previous + 0.25 * seconds
         return exe
 
-    def _compile_exact_padded(self, baked_values) -> "_ExactPadded":
+    def _compile_exact_padded(self, baked_values, what: str, reason) -> "_ExactPadded":
         """The exact executable of a program with sizes from data: padded to exactly the
         call's input sizes, each size from data to its bound (``padding.pad_jaxpr``)."""
         from ..lowering import module_text
         start = time.perf_counter()
         program = pad_jaxpr(self.jaxpr, self.consts, dict(baked_values))
-        text = module_text(program.closed)
+        sizes = (lambda: compile_log.equations_text(compile_log.count_equations(program.closed.jaxpr)))
+        with compile_log.step("lower", self.stats, what, sizes=sizes) as st:
+            text = module_text(program.closed)
+            st.sizes = compile_log.sizes_with_ops(sizes, text)
         self.stats.lowerings += 1
         self.stats.specializations += 1
-        exe = self._compile_text(text, start)
+        with compile_log.step("compile", self.stats, what, reason, sizes=st.sizes) as st:
+            exe = self._compile_text(text, start, st)
         self.last_specialized = text
         return _ExactPadded(PaddedRun(program, exe, text, long_runs(program.closed.jaxpr)))
 

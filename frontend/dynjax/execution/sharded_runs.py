@@ -20,7 +20,7 @@ from typing import Any, List, Optional, Sequence
 import numpy as np
 
 from ..core.jaxpr import ClosedJaxpr
-from . import explain
+from . import compile_log, explain
 from .analysis import is_int_scalar, needed_vars
 from .lru import BoundedCache
 from .padded_runs import PaddedRun
@@ -95,7 +95,13 @@ class ShardedProgram:
         from ..lowering import module_text
         from ..runtime.sharded import Layout, compile_sharded
         program = pad_jaxpr(self.jaxpr, self.consts, bounds)
-        text = module_text(program.closed)
+        what = f"sharded over devices {list(device_ids)}" + (
+            ", " + explain.bucket_text([bounds[i] for i in self.sized], self.describe_input, self.sized)
+            if self.sized else "")
+        eqns = (lambda: compile_log.equations_text(compile_log.count_equations(program.closed.jaxpr)))
+        with compile_log.step("lower", self.stats, what, sizes=eqns) as st:
+            text = module_text(program.closed)
+            st.sizes = compile_log.sizes_with_ops(eqns, text)
         self.stats.lowerings += 1
         n_extra = len(program.closed.jaxpr.invars) - len(self.jaxpr.invars)
         ins = list(in_layouts) + [None] * n_extra
@@ -107,7 +113,9 @@ class ShardedProgram:
                 outs.append(Layout.replicated(len(v.aval.shape), device_ids))
             else:
                 outs.append(out_layouts[k])
-        exe = compile_sharded(text, ins, outs, device_ids)
+        with compile_log.step("compile", self.stats, what, lambda: "a new layout or size bound",
+                              sizes=compile_log.sizes_with_ops(eqns, text)):
+            exe = compile_sharded(text, ins, outs, device_ids)
         exe.call_exact = lambda args, interruptible=None: exe(args)
         self.stats.padded_compilations += 1
         return PaddedRun(program, exe, text)

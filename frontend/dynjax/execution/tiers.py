@@ -205,6 +205,7 @@ class _Queue:
 
     def _work(self):
         _lower_priority()
+        _worker.active = True
         while True:
             with self.lock:
                 while not self.jobs and not self.closed:
@@ -250,6 +251,12 @@ def _dropped(job: _Job) -> None:
 
 
 _queue = _Queue()
+_worker = threading.local()   # ``active`` on the compile thread
+
+
+def on_worker() -> bool:
+    """Whether the calling thread is the background compile thread."""
+    return getattr(_worker, "active", False)
 
 
 def submit(key: Hashable, fn: Callable[[], None], priority: int = NEEDED, useful: int = 0,
