@@ -61,6 +61,7 @@ def test_compile_log_lines_have_durations_sizes_and_reasons():
     step(np.ones(4, np.float32))
     # the automatic tiers: the first size's bucket and the next one compile in the background
     os.environ["DYNJAX_TIERS"] = "auto"
+    os.environ["DYNJAX_COMPILE_AHEAD"] = "1"
     again = qjit(abstracted_axes={0: "n"})(step.fun)
     again(np.ones(3))
     tiers.wait_for_background()
