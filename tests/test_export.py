@@ -214,3 +214,133 @@ def test_round_trips_in_a_fresh_process(tmp_path):
             assert g.shape == w.shape, (name, n, g.shape, w.shape)
             np.testing.assert_allclose(g, w, rtol=1e-12, atol=1e-12, err_msg=f"{name} at size {n}")
 
+
+
+# --- call's argument checks -------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def pair():
+    """``f(x: f64[n,3], y: f64[n])``, exported and read back."""
+    def f(x, y):
+        return jnp.sum(x, axis=1) * y
+    spec = symbolic_shape("n, 3")
+    return deserialize(export(f)(ShapeDtypeStruct(spec, F64), ShapeDtypeStruct(spec[:1], F64)).serialize())
+
+
+def test_call_checks_rank_dtype_and_shared_dims(pair):
+    x, y = np.ones((4, 3)), np.arange(4.0)
+    np.testing.assert_allclose(pair.call(x, y), 3 * np.arange(4.0))
+    np.testing.assert_allclose(pair.call(x.astype(np.float32), y), 3 * np.arange(4.0))  # safe cast
+    with pytest.raises(TypeError, match=r"argument 0 has rank 1 .* takes rank 2 \(f64\[n,3\]\)"):
+        pair.call(np.ones(4), y)
+    with pytest.raises(ValueError, match=r"argument 0 has shape \(4, 2\).*axis 1 must have size 3"):
+        pair.call(np.ones((4, 2)), y)
+    with pytest.raises(TypeError, match=r"argument 1 has dtype complex128.*does not cast safely to float64"):
+        pair.call(x, y.astype(complex))
+    with pytest.raises(ValueError, match=r"abstracted axis 'n' has size 4 in axis 0 of argument 0 but size 5 "
+                                         r"in axis 0 of argument 1"):
+        pair.call(x, np.ones(5))
+    with pytest.raises(TypeError, match=r"exported for arguments of structure"):
+        pair.call(x)
+    assert [a.str_short() for a in pair.in_avals] == ["f64[n,3]", "f64[n]"]
+    assert [a.str_short() for a in pair.out_avals] == ["f64[n]"]
+    assert pair.fun_name == "f"
+
+
+# --- the blob's integrity checks --------------------------------------------------------------
+def test_bad_blobs_are_value_errors(pair):
+    blob = pair.serialize()
+    assert deserialize(blob).call(np.ones((2, 3)), np.ones(2)).tolist() == [3.0, 3.0]
+    flipped = bytearray(blob)
+    flipped[len(blob) // 2] ^= 0x01
+    future = bytearray(blob)
+    future[14:16] = struct.pack(">H", 99)
+    cases = {
+        "truncated": (blob[:-10], "truncated"),
+        "truncated header": (blob[:20], "truncated"),
+        "flipped byte": (bytes(flipped), "digest does not match"),
+        "future version": (bytes(future), r"version 99\.0, but this dynjax reads versions 1\.0"),
+        "garbage": (b"\x89PNG garbage" * 10, "not a dynjax exported program"),
+        "empty": (b"", "not a dynjax exported program"),
+    }
+    for what, (data, message) in cases.items():
+        with pytest.raises(ValueError, match=message):
+            deserialize(data)
+    with pytest.raises(TypeError, match="expected bytes"):
+        deserialize("a string")
+
+
+def test_malformed_body_with_a_valid_digest_is_a_value_error(pair):
+    """A body that is valid JSON with a correct digest, but not a valid program."""
+    import hashlib
+    from dynjax.export.serialization import MAGIC, _HEADER
+    blob = pair.serialize()
+    start = len(MAGIC) + _HEADER.size
+    body = json.loads(blob[start:-32])
+
+    def reseal(b):
+        data = json.dumps(b).encode()
+        head = MAGIC + _HEADER.pack(1, 0, len(data))
+        return head + data + hashlib.sha256(head + data).digest()
+
+    broken = [dict(body, program=None), dict(body, symbols=[["x"]]), dict(body, in_tree={"set": []}),
+              dict(body, dims=[]), {"fun_name": 3}]
+    eqn = body["program"]["jaxpr"]["eqns"][0]
+    for change in ({"p": "no_such_primitive"}, {"in": [999]}, {"params": {"axes": {"t": "lambda"}}}):
+        prog = json.loads(json.dumps(body["program"]))
+        prog["jaxpr"]["eqns"][0] = dict(eqn, **change)
+        broken.append(dict(body, program=prog))
+    wrong_type = json.loads(json.dumps(body["program"]))
+    wrong_type["jaxpr"]["eqns"][0]["out"][0][1][0] = "int32"   # a result typed against its rule
+    broken.append(dict(body, program=wrong_type))
+    for b in broken:
+        with pytest.raises(ValueError, match="malformed blob"):
+            deserialize(reseal(b))
+
+
+# --- what cannot be exported ------------------------------------------------------------------
+def test_callbacks_cannot_be_exported():
+    def host_sin(x):
+        return np.sin(x)
+
+    def with_callback(x):
+        return dynjax.pure_callback(host_sin, ShapeDtypeStruct((3,), F64), x) + 1
+
+    with pytest.raises(ValueError, match=r"calls the Python function host_sin through pure_callback "
+                                         r"\(at .*test_export.py:\d+\)"):
+        export(with_callback)(ShapeDtypeStruct((3,), F64))
+
+    def with_print(x):
+        dynjax.debug.print("x = {}", x)
+        return x * 2
+    with pytest.raises(ValueError, match="debug_callback"):
+        export(with_print)(vec())
+
+
+def test_custom_pytree_arguments_cannot_be_exported():
+    from collections import namedtuple
+    Point = namedtuple("Point", "x y")
+    with pytest.raises(ValueError, match="Point node"):
+        export(lambda p: p.x + p.y)(Point(vec(), vec()))
+
+
+def test_exported_attributes_and_static_arguments():
+    @qjit(static_argnums=1)
+    def scale(x, k):
+        return x * k
+
+    exp = export(scale)(ShapeDtypeStruct((None, 2), F64), 3)
+    assert repr(exp) == "Exported(scale: (f64[_0,2]) -> (f64[_0,2]))"
+    assert exp.in_tree == dynjax.tree_util.tree_structure(((1,), {}))
+    back = deserialize(exp.serialize())
+    np.testing.assert_array_equal(back.call(np.ones((4, 2))), np.full((4, 2), 3.0))
+    assert "tensor<?x2xf64>" in back.mlir_module()
+    assert str(back.jaxpr) == str(exp.jaxpr)
+
+
+def test_symbolic_shape_parsing():
+    n, three = symbolic_shape("(n, 3)")
+    assert (str(n), three) == ("n", 3) and symbolic_shape("") == () and symbolic_shape("n,") == (n,)
+    with pytest.raises(ValueError, match=r"'2\*n' is neither a size nor a dimension name"):
+        symbolic_shape("2*n, 3")
+    with pytest.raises(TypeError, match="expected a string"):
+        symbolic_shape(3)

@@ -89,6 +89,8 @@ def deserialize(blob) -> Any:
         blob = bytes(blob)
     if not isinstance(blob, bytes):
         raise TypeError(f"deserialize: expected bytes, got {type(blob).__name__}")
+    if blob and MAGIC.startswith(blob):
+        raise ValueError(f"deserialize: the blob is truncated ({len(blob)} bytes, inside its header)")
     if len(blob) < len(MAGIC) or not blob.startswith(MAGIC):
         raise ValueError("deserialize: these bytes are not a dynjax exported program (no DYNJAX-EXPORT "
                          f"header; {len(blob)} bytes)")
