@@ -17,12 +17,12 @@ from __future__ import annotations
 
 import functools
 import threading
-from typing import Any, Callable, Optional, Sequence, Tuple
+from typing import Any, Callable, Optional, Tuple
 
 import numpy as np
 
 from ..core import pytree
-from ..core.avals import INDEX_TYPES, DBIdx, make_aval
+from ..core.avals import DBIdx, make_aval
 from ..core.errors import api_boundary
 from ..core.jaxpr import ClosedJaxpr, Var
 from ..core.trace import Tracer
@@ -267,7 +267,6 @@ def _export(jitted: Optional[QJIT], fun, name: str, args, kwargs) -> Exported:
     check_tree(traced.out_tree, f"export of {name}: the result")
     encode_program(closed, name)   # an unshippable param is an error now, not at serialize()
     signature = traced.signature
-    signature.leaf_where = [w.replace(" (leaf", " (leaf") for w in signature.leaf_where]
     from ..lowering import module_text
     try:
         text = module_text(closed)
@@ -275,9 +274,3 @@ def _export(jitted: Optional[QJIT], fun, name: str, args, kwargs) -> Exported:
         text = None
     return Exported(name, closed, signature, in_tree, traced.out_tree, text)
 
-
-def _is_plain_leaf(x) -> bool:
-    return not isinstance(x, (tuple, list, dict)) and x is not None
-
-
-INDEX_TYPES = INDEX_TYPES   # re-exported for the codec
