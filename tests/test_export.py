@@ -147,12 +147,14 @@ def size_from_int_np(n):
 
 
 def shared_dims(d, m):
-    """A dict in, a dict out, a dim shared by two arguments, and a custom_jvp call (relu)."""
-    return {"sum": d["x"] + m @ d["y"], "relu": dynjax.nn.relu(d["x"])}
+    """A dict in, a dict out, a dim shared by two arguments, a constant array, and a
+    custom_jvp call (relu: lowered away at export)."""
+    weights = np.array([1.0, -2.0, 3.0])   # a constant of the program
+    return {"sum": d["x"] + m @ (d["y"] * weights), "relu": dynjax.nn.relu(d["x"])}
 
 
 def shared_dims_np(d, m):
-    return {"relu": np.maximum(d["x"], 0), "sum": d["x"] + m @ d["y"]}
+    return {"relu": np.maximum(d["x"], 0), "sum": d["x"] + m @ (d["y"] * np.array([1.0, -2.0, 3.0]))}
 
 
 def _vector(n, seed=0):
@@ -173,8 +175,8 @@ CASES = {
     "size_from_int": (size_from_int, (ShapeDtypeStruct((), np.int64),), size_from_int_np,
                       lambda n: (np.int64(n),)),
     "shared_dims_pytree_custom_jvp": (
-        shared_dims, ({"x": vec(), "y": ShapeDtypeStruct(symbolic_shape("m"), F64)},
-                      ShapeDtypeStruct(symbolic_shape("n, m"), F64)),
+        shared_dims, ({"x": vec(), "y": ShapeDtypeStruct((3,), F64)},
+                      ShapeDtypeStruct(symbolic_shape("n, 3"), F64)),
         shared_dims_np, lambda n: ({"x": _vector(n), "y": _vector(3, 7)},
                                    np.arange(3.0 * n).reshape(n, 3) / (n + 1))),
 }
@@ -335,6 +337,31 @@ def test_exported_attributes_and_static_arguments():
     np.testing.assert_array_equal(back.call(np.ones((4, 2))), np.full((4, 2), 3.0))
     assert "tensor<?x2xf64>" in back.mlir_module()
     assert str(back.jaxpr) == str(exp.jaxpr)
+
+
+def test_qjit_abstracted_axes_keyword_and_size_arguments():
+    @qjit(abstracted_axes={0: "n"})
+    def g(x):
+        return jnp.sin(x) * 2
+    g(np.ones(3))
+    exp = export(g)(np.ones(3))   # a concrete array: its axis 0 is dynamic by g's abstracted_axes
+    assert repr(exp) == "Exported(g: (f64[n]) -> (f64[n]))"
+    assert exp.mlir_module() == g.mlir   # one segment: the module f.mlir prints
+    np.testing.assert_allclose(deserialize(exp.serialize()).call(np.arange(7.0)), np.sin(np.arange(7.0)) * 2)
+
+    def scaled(x, scale=1.0):
+        return x * scale
+    exp = deserialize(export(scaled)(ShapeDtypeStruct((None,), np.float32),
+                                     scale=ShapeDtypeStruct((), np.float32)).serialize())
+    out = exp.call(np.ones(2, np.float32), scale=3.0)
+    assert out.dtype == np.float32 and out.tolist() == [3.0, 3.0]
+
+    exp = deserialize(export(lambda n: jnp.ones(n) * 2)(ShapeDtypeStruct((), np.int64)).serialize())
+    assert exp.call(3).tolist() == [2.0, 2.0, 2.0] and exp.call(0).shape == (0,)
+    with pytest.raises(ValueError, match=r"argument 0 is used as a size but is negative \(-1\)"):
+        exp.call(-1)
+    with pytest.raises(TypeError, match="float64 does not cast safely to int64"):
+        exp.call(2.5)
 
 
 def test_symbolic_shape_parsing():
