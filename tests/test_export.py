@@ -364,6 +364,17 @@ def test_qjit_abstracted_axes_keyword_and_size_arguments():
         exp.call(2.5)
 
 
+def test_export_keywords():
+    exp = export(jnp.sin, platforms=("cpu",))(vec())
+    assert exp.platforms == ("cpu",)
+    with pytest.raises(ValueError, match="CPU client only"):
+        export(jnp.sin, platforms=("cuda",))
+    with pytest.raises(ValueError, match="cannot be disabled"):
+        export(jnp.sin, disabled_checks=("shape_assertions",))
+    with pytest.raises(TypeError, match="expected a function"):
+        export(3)
+
+
 def test_symbolic_shape_parsing():
     n, three = symbolic_shape("(n, 3)")
     assert (str(n), three) == ("n", 3) and symbolic_shape("") == () and symbolic_shape("n,") == (n,)

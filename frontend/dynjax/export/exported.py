@@ -37,13 +37,14 @@ from .shapes import SymbolicDim, arg_leaf_specs
 class Exported:
     """A serializable program with dynamic shapes (``jax.export.Exported``'s counterpart).
 
-    ``fun_name``; ``in_tree`` / ``out_tree`` (the structure of ``(args, kwargs)`` and of the
+    ``fun_name``; ``platforms`` (``("cpu",)``); ``in_tree`` / ``out_tree`` (the structure of ``(args, kwargs)`` and of the
     result); ``in_avals`` / ``out_avals`` (one per flat leaf; dynamic dims print by name, as
     in ``f64[n,3]``); ``mlir_module()``; ``serialize()``; ``call(*args, **kwargs)``."""
 
     def __init__(self, fun_name: str, closed_jaxpr: ClosedJaxpr, signature: InputSignature, in_tree, out_tree,
                  mlir_text: Optional[str]):
         self.fun_name = fun_name
+        self.platforms = ("cpu",)
         self.in_tree = in_tree
         self.out_tree = out_tree
         self._closed_jaxpr = closed_jaxpr
@@ -98,9 +99,8 @@ class Exported:
         if any(isinstance(x, Tracer) for x in leaves):
             raise TypeError(f"{self.fun_name}: an exported program runs on concrete arrays; it cannot be "
                             "called inside a trace or transformation")
-        sig = self._signature
         for i, x in enumerate(leaves):
-            _check_leaf(x, i, sig, self._closed_jaxpr)
+            _check_leaf(x, self._signature.leaf_where[i], self.in_avals[i])
         out, _ = run_entry(self._get_entry(), leaves)
         return out
 
@@ -111,33 +111,29 @@ class Exported:
             return self._entry
 
 
-def _check_leaf(x, i, sig: InputSignature, closed: ClosedJaxpr):
-    """An argument leaf against its exported type: rank and static sizes (ValueError), dtype
-    (TypeError unless it casts safely)."""
-    where = sig.leaf_where[i]
-    nimp = len(sig.dim_names)
-    want = closed.jaxpr.invars[nimp + i].aval
+def _check_leaf(x, where: str, want):
+    """An argument leaf against its exported type ``want``: the rank (TypeError), the static
+    sizes (ValueError), the dtype (TypeError unless it casts safely; a Python scalar takes
+    the dtype of its kind, as in ``qjit``). Dynamic sizes are checked when the program reads
+    them (``qjit.entry_arguments``)."""
     got = leaf_aval(x, where)
+    spec = want.str_short()
     if got.ndim != want.ndim:
         raise TypeError(f"{where} has rank {got.ndim} (shape {got.shape}), but the exported program takes "
-                        f"rank {want.ndim} ({_spec_text(i, sig, closed)})")
+                        f"rank {want.ndim} ({spec})")
     for ax, (n, d) in enumerate(zip(got.shape, want.shape)):
         if isinstance(d, int) and n != d:
-            raise ValueError(f"{where} has shape {got.shape}, but the exported program takes "
-                             f"{_spec_text(i, sig, closed)}: axis {ax} must have size {d}")
-    if got.dtype != want.dtype:
-        ok = np.can_cast(got.dtype, want.dtype, "safe") or (got.weak_type and got.dtype.kind in "biu"
-                                                             and want.dtype.kind in "iufc")
-        if got.weak_type and got.dtype.kind == "f" and want.dtype.kind in "fc":
-            ok = True
-        if not ok:
-            raise TypeError(f"{where} has dtype {got.dtype}, but the exported program takes "
-                            f"{_spec_text(i, sig, closed)}, and {got.dtype} does not cast safely to "
-                            f"{want.dtype}")
+            raise ValueError(f"{where} has shape {got.shape}, but the exported program takes {spec}: "
+                             f"axis {ax} must have size {d}")
+    if got.dtype != want.dtype and not np.can_cast(got.dtype, want.dtype, "safe") \
+            and not (got.weak_type and want.dtype.kind in _WEAK_TARGETS[got.dtype.kind]):
+        raise TypeError(f"{where} has dtype {got.dtype}, but the exported program takes {spec}, and "
+                        f"{got.dtype} does not cast safely to {want.dtype}")
 
 
-def _spec_text(i, sig, closed) -> str:
-    return _named_in_avals(closed, sig)[i].str_short()
+#: the dtype kinds a Python scalar of each kind may take (an int is any number, a float a
+#: float or complex number)
+_WEAK_TARGETS = {"b": "b", "i": "iufc", "u": "iufc", "f": "fc", "c": "c"}
 
 
 def _dim_label(name, k) -> str:
@@ -191,16 +187,28 @@ class _Expression:
 # ----------------------------------------------------------------------------------------------
 # export
 # ----------------------------------------------------------------------------------------------
-def export(fun: Callable) -> Callable[..., Exported]:
+def export(fun: Callable, *, platforms=None, disabled_checks=()) -> Callable[..., Exported]:
     """``export(f)(*arg_specs, **kwarg_specs)``: trace ``f`` (a ``qjit`` function or a plain
     function) for the given argument specs and return its ``Exported`` program.
 
     A spec is a ``ShapeDtypeStruct`` (``None`` sizes are fresh dynamic dims, ``symbolic_shape``
     names are shared dynamic dims), a concrete array or scalar (its static type), or a pytree
     of them (tuples, lists, dicts). A ``qjit`` function's ``abstracted_axes`` apply too; its
-    static arguments are given as values and baked in, and are not arguments of ``call``."""
+    static arguments are given as values and baked in, and are not arguments of ``call``.
+
+    ``platforms`` (JAX's keyword) may only name ``"cpu"``, the client dynjax compiles for;
+    ``disabled_checks`` must be empty: ``call`` checks every argument's shape and dtype before
+    it runs, and none of those checks can be turned off."""
     if not callable(fun):
         raise TypeError(f"export: expected a function, got {type(fun).__name__}")
+    if platforms is not None:
+        names = [platforms] if isinstance(platforms, str) else list(platforms)
+        if not names or any(not isinstance(p, str) or p.lower() != "cpu" for p in names):
+            raise ValueError(f"export: platforms={platforms!r}; dynjax exports for the CPU client only "
+                             "(platforms=None or ('cpu',))")
+    if tuple(disabled_checks):
+        raise ValueError(f"export: disabled_checks={disabled_checks!r}; dynjax's exported programs check "
+                         "their arguments' shapes and dtypes at every call, and these checks cannot be disabled")
     jitted = fun if isinstance(fun, QJIT) else None
     name = getattr(fun, "__name__", "fun")
 
