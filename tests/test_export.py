@@ -82,7 +82,8 @@ def lax_loops(x, k):
     f = lax.fori_loop(0, 5, lambda i, a: a + i * x, x)
     s = lax.switch(k, [lambda a: a + 1.0, lambda a: a * 3.0, lambda a: -a], x)
     w = lax.while_loop(lambda a: jnp.sum(jnp.abs(a)) > 1.0, lambda a: a * 0.5, x)
-    return carry, ys, f, s, w
+    c = lax.cond(k > 0, lambda a: jnp.cumsum(a), lambda a: a[::-1], x)
+    return carry, ys, f, s, w, c
 
 
 def lax_loops_np(x, k):
@@ -97,21 +98,29 @@ def lax_loops_np(x, k):
     w = x.copy()
     while np.sum(np.abs(w)) > 1.0:
         w = w * 0.5
-    return c, np.array(ys, F64), f, s, w
+    return c, np.array(ys, F64), f, s, w, np.cumsum(x) if k > 0 else x[::-1]
 
 
 def resizing_for(x):
     @for_loop(0, 3, 1)
     def loop(i, a):
         return jnp.concatenate([a, a * i])
-    return loop(x)
+
+    @while_loop(lambda a, b, i: i < 3, allow_array_resizing=True)
+    def grow_one(a, b, i):   # a and b enter with one size and leave with two
+        return a + 1.0, jnp.concatenate([b, b * 2.0]), i + 1
+    a, b, _ = grow_one(x, x, 0)
+    return loop(x), a, b
 
 
 def resizing_for_np(x):
     a = x
     for i in range(3):
         a = np.concatenate([a, a * i])
-    return a
+    b = x
+    for _ in range(3):
+        b = np.concatenate([b, b * 2.0])
+    return a, x + 3.0, b
 
 
 def growing_while(x):
@@ -169,7 +178,7 @@ CASES = {
     "cond": (catalyst_cond, (vec(),), catalyst_cond_np, lambda n: (_vector(n),)),
     "lax_scan_fori_switch_while": (lax_loops, (vec(), ShapeDtypeStruct((), np.int64)), lax_loops_np,
                                    lambda n: (_vector(n), np.int64(n % 3))),
-    "resizing_for_loop": (resizing_for, (vec(),), resizing_for_np, lambda n: (_vector(n),)),
+    "resizing_loops": (resizing_for, (vec(),), resizing_for_np, lambda n: (_vector(n),)),
     "growing_while_loop": (growing_while, (vec(),), growing_while_np, lambda n: (_vector(n),)),
     "data_dependent_size": (data_dependent, (vec(),), data_dependent_np, lambda n: (_vector(n),)),
     "size_from_int": (size_from_int, (ShapeDtypeStruct((), np.int64),), size_from_int_np,
