@@ -176,6 +176,15 @@ def _decode_body(body, Exported):
     mlir = body["mlir"]
     if mlir is not None and not isinstance(mlir, str):
         raise Malformed("mlir must be a string")
+    if mlir is not None:
+        # the program lowered when it was exported: lowering it again runs every lowering
+        # rule on every param, so a body whose params were tampered with (a digest computed
+        # over them, so not corruption) is refused here rather than at the first call
+        from ..lowering import module_text
+        try:
+            module_text(closed)
+        except Exception as e:
+            raise Malformed(f"the program does not lower to StableHLO: {type(e).__name__}: {e}") from None
     return Exported(name, closed, sig, in_tree, out_tree, mlir)
 
 
