@@ -391,3 +391,21 @@ def test_symbolic_shape_parsing():
         symbolic_shape("2*n, 3")
     with pytest.raises(TypeError, match="expected a string"):
         symbolic_shape(3)
+
+
+def test_dimension_numbers_and_result_namedtuples():
+    """Params that are dynjax's namedtuples (a convolution's dimension numbers) and results
+    that are (``jnp.linalg.qr``'s ``QRResult``) round-trip."""
+    def conv(x, k):
+        return lax.conv_general_dilated(x, k, (1,), "SAME", dimension_numbers=("NHC", "HIO", "NHC"))
+    exp = deserialize(export(conv)(ShapeDtypeStruct((1, None, 2), F64), ShapeDtypeStruct((3, 2, 4), F64)).serialize())
+    x, k = np.arange(10.0).reshape(1, 5, 2), np.ones((3, 2, 4))
+    padded = np.pad(x[0].sum(axis=1), 1)
+    want = np.stack([padded[i:i + 3].sum() for i in range(5)])
+    np.testing.assert_allclose(exp.call(x, k)[0], np.repeat(want[:, None], 4, axis=1))
+
+    exp = deserialize(export(jnp.linalg.qr)(ShapeDtypeStruct((None, 3), F64)).serialize())
+    a = np.random.default_rng(0).standard_normal((6, 3))
+    q, r = exp.call(a)
+    assert type(exp.call(a)).__name__ == "QRResult"
+    np.testing.assert_allclose(q @ r, a, atol=1e-12)

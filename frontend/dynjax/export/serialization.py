@@ -31,7 +31,7 @@ from ..core.jaxpr import ClosedJaxpr, JaxprTypeError, check_jaxpr
 from ..tracing import InputSignature
 from .jaxpr_codec import Decoder, Encoder
 from .lowering_away import unshippable_error
-from .values import Malformed, Unshippable, decode_value, encode_value
+from .values import Malformed, Unshippable, class_path, decode_value, dynjax_class, encode_value
 
 MAGIC = b"DYNJAX-EXPORT\0"
 #: the format this dynjax writes; it reads every blob of the same major version whose minor
@@ -189,7 +189,8 @@ def _decode_body(body, Exported):
 
 
 # ----------------------------------------------------------------------------------------------
-# pytree structures: tuples, lists, dicts with str / int keys, None, leaves
+# pytree structures: tuples, lists, dicts with str / int keys, None, leaves, and dynjax's own
+# namedtuples (jnp.linalg's results)
 # ----------------------------------------------------------------------------------------------
 _KINDS = ("leaf", "none", "tuple", "list", "dict")
 
@@ -201,10 +202,13 @@ def check_tree(tree, what: str) -> None:
         encode_tree(tree)
     except Unshippable as e:
         raise ValueError(f"{what} {e}; an exported program's arguments and results may only be "
-                         "arrays and scalars in tuples, lists, dicts (str or int keys) and None") from None
+                         "arrays and scalars in tuples, lists, dicts (str or int keys), None and dynjax's "
+                         "own result namedtuples") from None
 
 
 def encode_tree(t) -> Any:
+    if t.kind == "namedtuple" and t.aux.__module__.startswith("dynjax."):   # jnp.linalg's results
+        return {"namedtuple": [class_path(t.aux), [encode_tree(c) for c in t.children]]}
     if t.kind not in _KINDS:
         label = t.aux.__name__ if t.kind == "namedtuple" else (
             t.aux[0].__name__ if t.kind == "custom" else t.kind)
@@ -230,6 +234,12 @@ def decode_tree(d):
     if not (isinstance(d, dict) and len(d) == 1):
         raise Malformed(f"bad tree node {d!r}")
     (kind, children), = d.items()
+    if kind == "namedtuple" and isinstance(children, list) and len(children) == 2 \
+            and isinstance(children[1], list):
+        cls = dynjax_class(children[0], "a namedtuple", lambda c: issubclass(c, tuple) and hasattr(c, "_fields"))
+        if len(children[1]) != len(cls._fields):
+            raise Malformed(f"{children[0]} has {len(cls._fields)} fields")
+        return pytree.TreeDef("namedtuple", cls, tuple(decode_tree(c) for c in children[1]))
     if kind not in ("tuple", "list", "dict") or not isinstance(children, list):
         raise Malformed(f"bad tree node {kind!r}")
     if kind != "dict":

@@ -3,7 +3,8 @@
 One table, keyed by type, says how each kind of value an equation's params (or a literal,
 or a constant) may hold is written and read back: ints, floats (exactly, as hex), bools,
 strings, None, tuples, lists, dicts, slices, complex numbers, numpy dtypes and scalar types,
-numpy arrays and scalars, dynjax's enums, and, through ``nested``, jaxprs (the jaxpr codec
+numpy arrays and scalars, dynjax's enums, namedtuples (dimension numbers) and frozen
+dataclasses, and, through ``nested``, jaxprs (the jaxpr codec
 passes itself in). A value of any other type (a Python callable, an object of the user's)
 cannot be shipped: ``encode_value`` raises ``Unshippable`` naming its type, and the exporter
 turns that into a ValueError naming the primitive and the user's line.
@@ -14,6 +15,7 @@ for themselves. Reading never evaluates or imports anything outside dynjax.
 from __future__ import annotations
 
 import base64
+import dataclasses
 import enum
 import importlib
 from typing import Any, Callable
@@ -73,17 +75,35 @@ def decode_array(d: dict) -> np.ndarray:
     return np.frombuffer(raw, dtype=dt.newbyteorder("<")).astype(dt).reshape(shape)
 
 
-def _enum_class(path: str):
-    module, _, name = path.rpartition(".")
-    if not (module == "dynjax" or module.startswith("dynjax.")):
-        raise Malformed(f"enum {path!r} is not one of dynjax's")
+def class_path(cls) -> str:
+    """``module.qualname`` of a class dynjax defines (an ``Unshippable`` for any other class:
+    reading a blob imports nothing but dynjax's own modules)."""
+    path = f"{cls.__module__}.{cls.__qualname__}"
+    if not path.startswith("dynjax."):
+        raise Unshippable(f"a value of type {path}")
+    return path
+
+
+def dynjax_class(path, kind: str, check: Callable[[type], bool]):
+    """The dynjax class at ``path`` (``module.name``), which must be ``kind`` (``check``)."""
+    module, _, name = path.rpartition(".") if isinstance(path, str) else ("", "", "")
+    if not module.startswith("dynjax."):
+        raise Malformed(f"{kind} {path!r} is not one of dynjax's")
     try:
         cls = getattr(importlib.import_module(module), name)
     except (ImportError, AttributeError):
-        raise Malformed(f"enum {path!r} does not exist in this dynjax") from None
-    if not (isinstance(cls, type) and issubclass(cls, enum.Enum)):
-        raise Malformed(f"{path!r} is not an enum")
+        raise Malformed(f"{kind} {path!r} does not exist in this dynjax") from None
+    if not (isinstance(cls, type) and check(cls)):
+        raise Malformed(f"{path!r} is not {kind}")
     return cls
+
+
+def _is_namedtuple_class(cls) -> bool:
+    return issubclass(cls, tuple) and hasattr(cls, "_fields")
+
+
+def _is_frozen_dataclass(cls) -> bool:
+    return dataclasses.is_dataclass(cls) and cls.__dataclass_params__.frozen
 
 
 def encode_value(x, nested: Callable[[Any], Any]) -> Any:
@@ -115,11 +135,12 @@ def encode_value(x, nested: Callable[[Any], Any]) -> Any:
     if isinstance(x, np.generic):
         return {"t": "scalar", "v": encode_array(np.asarray(x))}
     if isinstance(x, enum.Enum):
-        cls = type(x)
-        path = f"{cls.__module__}.{cls.__qualname__}"
-        if not path.startswith("dynjax."):
-            raise Unshippable(f"enum {path}")
-        return {"t": "enum", "cls": path, "v": encode_value(x.value, nested)}
+        return {"t": "enum", "cls": class_path(t), "v": encode_value(x.value, nested)}
+    if _is_namedtuple_class(t):   # dynjax's dimension numbers
+        return {"t": "namedtuple", "cls": class_path(t), "v": [encode_value(v, nested) for v in x]}
+    if dataclasses.is_dataclass(t) and _is_frozen_dataclass(t):
+        return {"t": "dataclass", "cls": class_path(t),
+                "v": {f.name: encode_value(getattr(x, f.name), nested) for f in dataclasses.fields(t)}}
     out = nested(x)
     if out is not NotImplemented:
         return out
@@ -162,11 +183,24 @@ def decode_value(d, nested: Callable[[dict], Any]) -> Any:
             raise Malformed("a numpy scalar must have shape ()")
         return arr[()]
     if t == "enum":
-        cls = _enum_class(d["cls"])
+        cls = dynjax_class(d["cls"], "an enum", lambda c: issubclass(c, enum.Enum))
         try:
             return cls(decode_value(d["v"], nested))
         except ValueError:
             raise Malformed(f"{d['v']!r} is not a value of {d['cls']}") from None
+    if t == "namedtuple":
+        cls = dynjax_class(d["cls"], "a namedtuple", _is_namedtuple_class)
+        values = [decode_value(v, nested) for v in _list(d["v"])]
+        if len(values) != len(cls._fields):
+            raise Malformed(f"{d['cls']} has {len(cls._fields)} fields, not {len(values)}")
+        return cls(*values)
+    if t == "dataclass":
+        cls = dynjax_class(d["cls"], "a frozen dataclass", _is_frozen_dataclass)
+        fields = d["v"]
+        names = [f.name for f in dataclasses.fields(cls)]
+        if not isinstance(fields, dict) or sorted(fields) != sorted(names):
+            raise Malformed(f"{d['cls']} has the fields {names}")
+        return cls(**{k: decode_value(v, nested) for k, v in fields.items()})
     return nested(d)
 
 
