@@ -365,6 +365,9 @@ def test_qjit_abstracted_axes_keyword_and_size_arguments():
     out = exp.call(np.ones(2, np.float32), scale=3.0)
     assert out.dtype == np.float32 and out.tolist() == [3.0, 3.0]
 
+    info = exp.cache_info()
+    assert info["calls"] == 1 and info["exact_runs"] + info["padded_runs"] + info["eager_runs"] == 1
+
     exp = deserialize(export(lambda n: jnp.ones(n) * 2)(ShapeDtypeStruct((), np.int64)).serialize())
     assert exp.call(3).tolist() == [2.0, 2.0, 2.0] and exp.call(0).shape == (0,)
     with pytest.raises(ValueError, match=r"argument 0 is used as a size but is negative \(-1\)"):

@@ -604,17 +604,8 @@ class QJIT:
         ``queued_jobs`` this function's jobs waiting for the compile thread now and
         ``dropped_jobs`` those the full queue dropped. ``inlined_traces`` counts the traces
         made for calls inside another trace or transformation (inlined, not compiled)."""
-        from .execution import tiers
-        s = self.stats
         return {"calls": self.calls, "traces": self.traces, "inlined_traces": self.inlined_traces,
-                "lowerings": s.lowerings,
-                "specializations": s.specializations, "compilations": s.compilations,
-                "padded_compilations": s.padded_compilations,
-                "background_compilations": s.background_compilations,
-                "disk_cache_hits": s.disk_hits, "host_steps": s.host_steps,
-                "exact_runs": s.exact_runs, "padded_runs": s.padded_runs, "eager_runs": s.eager_runs,
-                "exact_compilations": s.exact_compilations, "exact_calls_served": s.exact_calls_served,
-                "queued_jobs": tiers.queued(s), "dropped_jobs": s.dropped_jobs}
+                **stats_info(self.stats)}
 
 
 class _ProgramCall:
@@ -632,6 +623,19 @@ class _ProgramCall:
         dtypes = self.dtypes
         leaves = [x if type(x) is np.ndarray else np.asarray(x, dtypes[i]) for i, x in enumerate(args)]
         return self.program.run(self.dims + leaves)
+
+
+def stats_info(s: Stats) -> Dict[str, int]:
+    """The execution counters of ``cache_info()`` (``qjit`` functions and exported programs)."""
+    from .execution import tiers
+    return {"lowerings": s.lowerings,
+            "specializations": s.specializations, "compilations": s.compilations,
+            "padded_compilations": s.padded_compilations,
+            "background_compilations": s.background_compilations,
+            "disk_cache_hits": s.disk_hits, "host_steps": s.host_steps,
+            "exact_runs": s.exact_runs, "padded_runs": s.padded_runs, "eager_runs": s.eager_runs,
+            "exact_compilations": s.exact_compilations, "exact_calls_served": s.exact_calls_served,
+            "queued_jobs": tiers.queued(s), "dropped_jobs": s.dropped_jobs}
 
 
 def describe_input_fn(traced: TracedFunction):

@@ -27,7 +27,7 @@ from ..core.errors import api_boundary
 from ..core.jaxpr import ClosedJaxpr, Var
 from ..core.trace import Tracer
 from ..execution.program import Stats
-from ..qjit import QJIT, _Entry, describe_input_fn, run_entry
+from ..qjit import QJIT, _Entry, describe_input_fn, run_entry, stats_info
 from ..tracing import (InputSignature, TracedFunction, _axis_names, _per_arg_specs, _spec_leaves, leaf_aval,
                        normalize_static_argnums, trace_function)
 from .lowering_away import find_host_call, holds_inlined_call, host_call_error, inline_calls
@@ -39,7 +39,7 @@ class Exported:
 
     ``fun_name``; ``platforms`` (``("cpu",)``); ``in_tree`` / ``out_tree`` (the structure of ``(args, kwargs)`` and of the
     result); ``in_avals`` / ``out_avals`` (one per flat leaf; dynamic dims print by name, as
-    in ``f64[n,3]``); ``mlir_module()``; ``serialize()``; ``call(*args, **kwargs)``."""
+    in ``f64[n,3]``); ``mlir_module()``; ``serialize()``; ``call(*args, **kwargs)``; ``cache_info()``."""
 
     def __init__(self, fun_name: str, closed_jaxpr: ClosedJaxpr, signature: InputSignature, in_tree, out_tree,
                  mlir_text: Optional[str]):
@@ -54,6 +54,7 @@ class Exported:
         self._entry: Optional[_Entry] = None
         self._lock = threading.Lock()
         self.stats = Stats()
+        self.calls = 0
         self.in_avals = _named_in_avals(closed_jaxpr, signature)
         self.out_avals = _named_out_avals(closed_jaxpr, signature)
 
@@ -101,8 +102,14 @@ class Exported:
                             "called inside a trace or transformation")
         for i, x in enumerate(leaves):
             _check_leaf(x, self._signature.leaf_where[i], self.in_avals[i])
+        self.calls += 1
         out, _ = run_entry(self._get_entry(), leaves)
         return out
+
+    def cache_info(self):
+        """``qjit``'s ``cache_info()`` for this program: calls, lowerings, compilations, and
+        which tier (exact, padded, eager) served its runs."""
+        return {"calls": self.calls, **stats_info(self.stats)}
 
     def _get_entry(self) -> _Entry:
         with self._lock:
