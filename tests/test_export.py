@@ -412,3 +412,26 @@ def test_dimension_numbers_and_result_namedtuples():
     q, r = exp.call(a)
     assert type(exp.call(a)).__name__ == "QRResult"
     np.testing.assert_allclose(q @ r, a, atol=1e-12)
+
+
+def test_custom_rules_and_checkpoint_are_lowered_away_in_nested_programs():
+    """A custom_jvp function (relu) inside a loop body and a checkpoint: the exported program
+    holds their equations, not the calls (whose Python rules cannot be shipped)."""
+    @dynjax.checkpoint
+    def softplus_sum(a):
+        return jnp.sum(dynjax.nn.softplus(a))
+
+    def f(x):
+        @for_loop(0, 3, 1)
+        def loop(i, a):
+            return dynjax.nn.relu(a - 1.0) + softplus_sum(a)
+        return loop(x)
+
+    exp = deserialize(export(f)(vec()).serialize())
+    text = str(exp.jaxpr)
+    assert "for_loop" in text and "custom_jvp_call" not in text and "checkpoint" not in text
+    x = np.linspace(-2.0, 3.0, 6)
+    a = x
+    for _ in range(3):
+        a = np.maximum(a - 1.0, 0) + np.sum(np.logaddexp(a, 0))
+    np.testing.assert_allclose(exp.call(x), a, rtol=1e-12)
