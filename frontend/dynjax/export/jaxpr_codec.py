@@ -22,14 +22,16 @@ from ..core.avals import make_aval
 from ..core.jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Var
 from ..core.primitive import abstract_eval_rules
 from ..core.symbolic import Expr, Symbol, _atom_key
-from .values import Malformed, decode_value, dtype_name, dtype_of, encode_value
+from .lowering_away import unshippable_error
+from .values import Malformed, Unshippable, decode_value, dtype_name, dtype_of, encode_value
 
 
 class Encoder:
     """Writes jaxprs; one per blob (variable numbers and the symbol table are shared by all
-    the jaxprs of a blob)."""
+    the jaxprs of a blob). ``fun_name`` names the exported function in errors."""
 
-    def __init__(self):
+    def __init__(self, fun_name: str = "the function"):
+        self.fun_name = fun_name
         self._vars: Dict[int, int] = {}
         self._symbols: Dict[int, Symbol] = {}
 
@@ -92,9 +94,12 @@ class Encoder:
         return out
 
     def param(self, eqn, name, value):
-        """One param of an equation; the caller (``exporter``) turns ``Unshippable`` into an
-        error naming the equation."""
-        return encode_value(value, self._nested)
+        """One param of an equation; one the format cannot hold (a Python function, a user's
+        object) is a ValueError naming the primitive and the user's line."""
+        try:
+            return encode_value(value, self._nested)
+        except Unshippable as e:
+            raise unshippable_error(self.fun_name, eqn, f"{e} (param {name})") from None
 
     def _nested(self, x):
         if isinstance(x, ClosedJaxpr):

@@ -30,7 +30,6 @@ from ..core import pytree
 from ..core.jaxpr import ClosedJaxpr, JaxprTypeError, check_jaxpr
 from ..tracing import InputSignature
 from .jaxpr_codec import Decoder, Encoder
-from .lowering_away import unshippable_error
 from .values import Malformed, Unshippable, class_path, decode_value, dynjax_class, encode_value
 
 MAGIC = b"DYNJAX-EXPORT\0"
@@ -44,7 +43,7 @@ _DIGEST = 32
 def serialize(exp) -> bytes:
     """The bytes of an ``Exported``."""
     from .. import __version__
-    enc = Encoder()
+    enc = Encoder(exp.fun_name)
     program = encode_program(exp.jaxpr, exp.fun_name, enc)
     sig = exp._signature
     body = {
@@ -67,14 +66,7 @@ def serialize(exp) -> bytes:
 def encode_program(closed: ClosedJaxpr, fun_name: str, enc: Encoder = None) -> dict:
     """The program as JSON-able data; a param the format cannot hold (a Python function, a
     user's object) is a ValueError naming the primitive and the user's line."""
-    enc = enc or Encoder()
-
-    def param(eqn, name, value):
-        try:
-            return encode_value(value, enc._nested)
-        except Unshippable as e:
-            raise unshippable_error(fun_name, eqn, f"{e} (param {name})") from None
-    enc.param = param
+    enc = enc or Encoder(fun_name)
     try:
         return {"jaxpr": enc.jaxpr(closed.jaxpr), "consts": [encode_value(c, enc._nested) for c in closed.consts]}
     except Unshippable as e:
