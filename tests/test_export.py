@@ -435,3 +435,22 @@ def test_custom_rules_and_checkpoint_are_lowered_away_in_nested_programs():
     for _ in range(3):
         a = np.maximum(a - 1.0, 0) + np.sum(np.logaddexp(a, 0))
     np.testing.assert_allclose(exp.call(x), a, rtol=1e-12)
+
+
+def test_user_primitive_with_a_function_param_cannot_be_exported():
+    from dynjax import extend as ext
+    apply_p = ext.Primitive("export_test_apply")
+
+    @ext.def_impl(apply_p)
+    def _impl(x, *, fn):
+        return fn(x)
+
+    @ext.def_abstract_eval(apply_p)
+    def _abstract(x, *, fn):
+        return ext.make_aval(x.aval.shape, x.aval.dtype)
+
+    def f(x):
+        return apply_p.bind(x, fn=np.tanh) * 2
+    with pytest.raises(ValueError, match=r"export of f: the primitive export_test_apply \(at .*test_export.py:\d+\) "
+                                         r"holds the Python function tanh \(param fn\)"):
+        export(f)(ShapeDtypeStruct((3,), F64))
