@@ -124,18 +124,17 @@ def _check_leaf(x, where: str, want):
     the dtype of its kind, as in ``qjit``). Dynamic sizes are checked when the program reads
     them (``qjit.entry_arguments``)."""
     got = leaf_aval(x, where)
-    spec = want.str_short()
     if got.ndim != want.ndim:
         raise TypeError(f"{where} has rank {got.ndim} (shape {got.shape}), but the exported program takes "
-                        f"rank {want.ndim} ({spec})")
+                        f"rank {want.ndim} ({want.str_short()})")
     for ax, (n, d) in enumerate(zip(got.shape, want.shape)):
         if isinstance(d, int) and n != d:
-            raise ValueError(f"{where} has shape {got.shape}, but the exported program takes {spec}: "
-                             f"axis {ax} must have size {d}")
+            raise ValueError(f"{where} has shape {got.shape}, but the exported program takes "
+                             f"{want.str_short()}: axis {ax} must have size {d}")
     if got.dtype != want.dtype and not np.can_cast(got.dtype, want.dtype, "safe") \
             and not (got.weak_type and want.dtype.kind in _WEAK_TARGETS[got.dtype.kind]):
-        raise TypeError(f"{where} has dtype {got.dtype}, but the exported program takes {spec}, and "
-                        f"{got.dtype} does not cast safely to {want.dtype}")
+        raise TypeError(f"{where} has dtype {got.dtype}, but the exported program takes {want.str_short()}, "
+                        f"and {got.dtype} does not cast safely to {want.dtype}")
 
 
 #: the dtype kinds a Python scalar of each kind may take (an int is any number, a float a
