@@ -54,6 +54,10 @@ class Exported:
         self._entry: Optional[_Entry] = None
         self._lock = threading.Lock()
         self.stats = Stats()
+        positional, keywords = in_tree.children
+        #: the number of arguments when every argument is one array and none is a keyword
+        self._flat_arity = len(positional.children) if (
+            not keywords.children and all(c.kind == "leaf" for c in positional.children)) else None
         self.calls = 0
         self.in_avals = _named_in_avals(closed_jaxpr, signature)
         self.out_avals = _named_out_avals(closed_jaxpr, signature)
@@ -93,10 +97,14 @@ class Exported:
             raise user_error(e)
 
     def _call(self, args, kwargs):
-        leaves, tree = pytree.tree_flatten((tuple(args), dict(kwargs)))
-        if tree != self.in_tree:
-            raise TypeError(f"{self.fun_name} was exported for arguments of structure {self.in_tree}, "
-                            f"got {tree}")
+        if self._flat_arity == len(args) and not kwargs and not any(
+                isinstance(a, (tuple, list, dict)) or a is None for a in args):
+            leaves = list(args)   # positional array arguments: their own leaves
+        else:
+            leaves, tree = pytree.tree_flatten((tuple(args), dict(kwargs)))
+            if tree != self.in_tree:
+                raise TypeError(f"{self.fun_name} was exported for arguments of structure {self.in_tree}, "
+                                f"got {tree}")
         if any(isinstance(x, Tracer) for x in leaves):
             raise TypeError(f"{self.fun_name}: an exported program runs on concrete arrays; it cannot be "
                             "called inside a trace or transformation")
