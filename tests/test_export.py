@@ -222,9 +222,8 @@ def test_round_trips_in_a_fresh_process(tmp_path):
         assert len(got) == len(want), (name, n)
         for g, w in zip(got, want):
             w = np.asarray(w)
-            assert g.shape == w.shape, (name, n, g.shape, w.shape)
+            assert g.shape == w.shape and g.dtype == w.dtype, (name, n, g.shape, w.shape, g.dtype, w.dtype)
             np.testing.assert_allclose(g, w, rtol=1e-12, atol=1e-12, err_msg=f"{name} at size {n}")
-
 
 
 # --- call's argument checks -------------------------------------------------------------------
