@@ -48,3 +48,4 @@ from .parallel.sharding import PartitionSpec as P  # noqa: E402,F401
 from .parallel.shard_map import shard_map  # noqa: E402,F401
 from .parallel.constraints import with_sharding_constraint  # noqa: E402,F401
 from . import distributed  # noqa: E402,F401  (dynjax.distributed: initialize / shutdown)
+from . import export  # noqa: E402,F401  (dynjax.export: serialize / deserialize traced programs)

@@ -228,17 +228,7 @@ class QJIT:
         return _Entry(traced, self.stats, self._describe_input_fn(traced))
 
     def _describe_input_fn(self, traced: TracedFunction):
-        sig = traced.signature
-        nimp = len(sig.dim_names)
-
-        def describe(i):
-            if i < nimp:
-                name = sig.dim_names[i]
-                label = name if isinstance(name, str) and not name.startswith("__aot") else "dynamic axis"
-                li, ax = sig.dim_sources[i][0]
-                return f"the size of {label} (axis {ax} of {sig.leaf_where[li]})"
-            return sig.leaf_where[i - nimp]
-        return describe
+        return describe_input_fn(traced)
 
     def _abstract_key(self, args, kwargs, static_kwargs=()):
         """The cache key of a trace: structures, dtypes, shapes with abstracted axes erased,
@@ -545,25 +535,10 @@ class QJIT:
         return names[k] if k < len(names) else f"#{k}"
 
     def _run_leaves(self, entry: _Entry, leaves):
-        """The program's arguments for the flat argument leaves: the implicit dims, then the
-        leaves (coerced to the traced dtypes)."""
-        sig = entry.traced.signature
-        leaves = [self._coerce(x, dt, i, sig) for i, (x, dt) in enumerate(zip(leaves, entry.dtypes))]
-        dims = implicit_values(sig, leaves) if sig.dim_names else []
-        return dims, leaves
+        return entry_arguments(entry, leaves)
 
     def _run(self, entry: _Entry, leaves):
-        """Run a trace on the flat argument leaves; returns the result and, when the trace is
-        one executable, that executable (for the fast path)."""
-        dims, leaves = self._run_leaves(entry, leaves)
-        program, args = entry.program, dims + leaves
-        if program.single is not None:
-            outs, exe = program.single.call(args)
-        else:
-            outs = program.run(args)
-            exe = _ProgramCall(program, dims, entry.dtypes)
-        explicit = [outs[i] for i in entry.explicit]
-        return pytree.tree_unflatten(entry.traced.out_tree, explicit), exe
+        return run_entry(entry, leaves)
 
     def _run_closure(self, traced: TracedFunction, leaves):
         """Run a trace whose constvars include tracers of an enclosing transformation: the
@@ -579,24 +554,7 @@ class QJIT:
         return pytree.tree_unflatten(traced.out_tree, explicit)
 
     def _coerce(self, x, dtype, i, sig):
-        t = type(x)
-        if t is np.ndarray:
-            if x.dtype == dtype:
-                return x
-            if not np.can_cast(x.dtype, dtype, "same_kind") and not (
-                    is_integer_dtype(x.dtype) and is_inexact_dtype(dtype)):
-                raise TypeError(f"{sig.leaf_where[i]} has dtype {x.dtype}, which cannot be cast safely to "
-                                f"{dtype}")
-            return x.astype(dtype)
-        if t in (int, float, bool) or isinstance(x, np.generic):
-            if (t is int or isinstance(x, np.integer)) and dtype.kind in "iu":
-                _check_int_range(x, dtype, sig.leaf_where[i])
-            return np.asarray(x, dtype=dtype)
-        if isinstance(x, (list, tuple)):
-            return np.asarray(x, dtype=dtype)
-        if hasattr(x, "__array__"):
-            return np.asarray(x, dtype=dtype)
-        raise TypeError(f"{sig.leaf_where[i]} is a {type(x).__name__}, not an array or scalar")
+        return coerce_leaf(x, dtype, sig.leaf_where[i])
 
     # --- introspection -----------------------------------------------------------------------
     def _entry(self) -> Optional[_Entry]:
@@ -685,6 +643,69 @@ class _ProgramCall:
         dtypes = self.dtypes
         leaves = [x if type(x) is np.ndarray else np.asarray(x, dtypes[i]) for i, x in enumerate(args)]
         return self.program.run(self.dims + leaves)
+
+
+def describe_input_fn(traced: TracedFunction):
+    """``describe(i)``: how error messages name the i-th expanded input of a trace (an
+    abstracted axis by its name and where it occurs, else the argument leaf)."""
+    sig = traced.signature
+    nimp = len(sig.dim_names)
+
+    def describe(i):
+        if i < nimp:
+            name = sig.dim_names[i]
+            label = name if isinstance(name, str) and not name.startswith("__aot") else "dynamic axis"
+            li, ax = sig.dim_sources[i][0]
+            return f"the size of {label} (axis {ax} of {sig.leaf_where[li]})"
+        return sig.leaf_where[i - nimp]
+    return describe
+
+
+def entry_arguments(entry: _Entry, leaves):
+    """The program's arguments for the flat argument leaves of a trace: the implicit dims
+    (the shared sizes checked: a ValueError naming the arguments), then the leaves coerced to
+    the traced dtypes."""
+    sig = entry.traced.signature
+    leaves = [coerce_leaf(x, dt, sig.leaf_where[i]) for i, (x, dt) in enumerate(zip(leaves, entry.dtypes))]
+    dims = implicit_values(sig, leaves) if sig.dim_names else []
+    return dims, leaves
+
+
+def run_entry(entry: _Entry, leaves):
+    """Run a trace on the flat argument leaves (the one execution path of ``qjit`` and of
+    exported programs); returns the result and, when the trace is one executable, that
+    executable (for the fast path)."""
+    dims, leaves = entry_arguments(entry, leaves)
+    program, args = entry.program, dims + leaves
+    if program.single is not None:
+        outs, exe = program.single.call(args)
+    else:
+        outs = program.run(args)
+        exe = _ProgramCall(program, dims, entry.dtypes)
+    explicit = [outs[i] for i in entry.explicit]
+    return pytree.tree_unflatten(entry.traced.out_tree, explicit), exe
+
+
+def coerce_leaf(x, dtype, where: str):
+    """An argument leaf as a numpy value of its traced ``dtype``: a TypeError naming it
+    (``where``) when the cast is not safe, a ValueError when an integer does not fit."""
+    t = type(x)
+    if t is np.ndarray:
+        if x.dtype == dtype:
+            return x
+        if not np.can_cast(x.dtype, dtype, "same_kind") and not (
+                is_integer_dtype(x.dtype) and is_inexact_dtype(dtype)):
+            raise TypeError(f"{where} has dtype {x.dtype}, which cannot be cast safely to {dtype}")
+        return x.astype(dtype)
+    if t in (int, float, bool) or isinstance(x, np.generic):
+        if (t is int or isinstance(x, np.integer)) and dtype.kind in "iu":
+            _check_int_range(x, dtype, where)
+        return np.asarray(x, dtype=dtype)
+    if isinstance(x, (list, tuple)):
+        return np.asarray(x, dtype=dtype)
+    if hasattr(x, "__array__"):
+        return np.asarray(x, dtype=dtype)
+    raise TypeError(f"{where} is a {type(x).__name__}, not an array or scalar")
 
 
 def _common_dim(sig, occurrences, avals):

@@ -25,16 +25,21 @@ class CacheInfo(dict):
 
 def cache_info(f) -> CacheInfo:
     """``f.cache_info()`` of the ``qjit`` function ``f`` (see ``QJIT.cache_info``)."""
-    from .tiers import queued
-    s = f.stats
     return CacheInfo({"calls": f.calls, "traces": f.traces, "inlined_traces": f.inlined_traces,
-                      "lowerings": s.lowerings, "specializations": s.specializations,
-                      "compilations": s.compilations, "padded_compilations": s.padded_compilations,
-                      "background_compilations": s.background_compilations,
-                      "disk_cache_hits": s.disk_hits, "host_steps": s.host_steps,
-                      "exact_runs": s.exact_runs, "padded_runs": s.padded_runs, "eager_runs": s.eager_runs,
-                      "exact_compilations": s.exact_compilations, "exact_calls_served": s.exact_calls_served,
-                      "queued_jobs": queued(s), "dropped_jobs": s.dropped_jobs})
+                      **execution_counters(f.stats)})
+
+
+def execution_counters(s) -> dict:
+    """The counters of a function's execution statistics (``execution.stats.Stats``): the
+    part of ``cache_info()`` that qjit functions and exported programs share."""
+    from .tiers import queued
+    return {"lowerings": s.lowerings, "specializations": s.specializations,
+            "compilations": s.compilations, "padded_compilations": s.padded_compilations,
+            "background_compilations": s.background_compilations,
+            "disk_cache_hits": s.disk_hits, "host_steps": s.host_steps,
+            "exact_runs": s.exact_runs, "padded_runs": s.padded_runs, "eager_runs": s.eager_runs,
+            "exact_compilations": s.exact_compilations, "exact_calls_served": s.exact_calls_served,
+            "queued_jobs": queued(s), "dropped_jobs": s.dropped_jobs}
 
 
 def _plural(n: int, word: str, many: str = "") -> str:
