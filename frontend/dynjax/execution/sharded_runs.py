@@ -93,9 +93,11 @@ class ShardedProgram:
 
     def _build(self, bounds, in_layouts, out_layouts, device_ids) -> PaddedRun:
         from ..lowering import module_text
+        from ..lowering.manual import partitioned_over
         from ..runtime.sharded import Layout, compile_sharded
         program = pad_jaxpr(self.jaxpr, self.consts, bounds)
-        text = module_text(program.closed)
+        with partitioned_over(device_ids):   # a shard_map lowers its per-device program
+            text = module_text(program.closed)
         self.stats.lowerings += 1
         n_extra = len(program.closed.jaxpr.invars) - len(self.jaxpr.invars)
         ins = list(in_layouts) + [None] * n_extra
