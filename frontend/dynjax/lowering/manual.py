@@ -24,6 +24,7 @@ class _Program(threading.local):
     def __init__(self):
         self.devices: Optional[List[int]] = None
         self.channel = 0
+        self.bodies = 0
 
 
 _program = _Program()
@@ -32,12 +33,12 @@ _program = _Program()
 @contextlib.contextmanager
 def partitioned_over(device_ids: Sequence[int]):
     """Lower the programs of the block as partitioned over ``device_ids`` (in partition order)."""
-    saved = (_program.devices, _program.channel)
-    _program.devices, _program.channel = [int(d) for d in device_ids], 0
+    saved = (_program.devices, _program.channel, _program.bodies)
+    _program.devices, _program.channel, _program.bodies = [int(d) for d in device_ids], 0, 0
     try:
         yield
     finally:
-        _program.devices, _program.channel = saved
+        _program.devices, _program.channel, _program.bodies = saved
 
 
 def program_devices() -> Optional[List[int]]:
@@ -86,6 +87,12 @@ class ManualMesh:
         ``name``), applied on every line of devices along it."""
         rows = [(int(line[s]), int(line[d])) for line in self.groups(name) for s, d in perm]
         return ir.DenseIntElementsAttr.get(np.asarray(rows, np.int64).reshape(len(rows), 2))
+
+    @staticmethod
+    def body_name() -> str:
+        """A new name for the function of a shard_map's body (unique in the module)."""
+        _program.bodies += 1
+        return f"shmap_body_{_program.bodies}"
 
     @staticmethod
     def channel() -> ir.Attribute:

@@ -166,6 +166,45 @@ def _vmap_interpretation(body, mesh: Mesh, mapped, in_specs, out_specs, consts, 
     return [_from_blocks(o, s, mesh, shape) for o, s, shape in zip(outs, out_specs, out_shapes)]
 
 
+def _outer_dims(jaxpr, consts):
+    """``outer_dim(var, k, d)``: for a dim ``var`` of the body ``jaxpr`` (whose leading invars
+    take ``consts``), ``(j, value)``: the position ``j`` of the const it is (else None) and its
+    value in the enclosing scope, recomputed there from the body's size arithmetic; a size
+    that depends on the data (or on the device) raises a TypeError."""
+    from ..lax.collectives import COLLECTIVE_SET
+    position = {id(v): j for j, v in enumerate(jaxpr.invars[:len(consts)])}
+    producer = {id(v): e for e in jaxpr.eqns for v in e.outvars}
+    memo = {}
+
+    def value(a):
+        if not isinstance(a, Var):
+            return a.val
+        if id(a) in memo:
+            return memo[id(a)]
+        if id(a) in position:
+            out = consts[position[id(a)]]
+        else:
+            e = producer.get(id(a))
+            if e is None or e.primitive in COLLECTIVE_SET or any(len(x.aval.shape) for x in e.invars + e.outvars):
+                raise LookupError
+            outs = e.primitive.bind(*[value(x) for x in e.invars], **e.params)
+            outs = outs if e.primitive.multiple_results else [outs]
+            for v, o in zip(e.outvars, outs):
+                memo[id(v)] = o
+            out = memo[id(a)]
+        memo[id(a)] = out
+        return out
+
+    def outer_dim(dim, k, d):
+        try:
+            return position.get(id(dim)), value(dim)
+        except LookupError:
+            raise TypeError(f"shard_map: dimension {d} of result {k} of the mapped function is a size "
+                            "that depends on the data; a result may only have static dimensions or "
+                            "sizes computed from its inputs' sizes") from None
+    return outer_dim
+
+
 def bind_shard_map(fn: Callable, leaves: Sequence[Any], in_specs: Sequence[PartitionSpec], mesh: Mesh,
                    mapped: Sequence[str], out_specs_of: Callable[[List[Any]], List[PartitionSpec]]) -> List[Any]:
     """Trace ``fn`` (flat blocks in, a flat list out) on the blocks of ``leaves`` split as
@@ -195,9 +234,10 @@ def bind_shard_map(fn: Callable, leaves: Sequence[Any], in_specs: Sequence[Parti
     body = trace_nested(body_fn, blocks, lambda r: (list(r), None), expand=False)
     out_specs = box["specs"]
     nconst = len(body.consts)
-    position = {id(v): k for k, v in enumerate(body.jaxpr.invars[:nconst])}
-    # the whole results' shapes: a block dim split over mesh axes is a new size (computed
-    # here, an operand of the equation), the others are operands already
+    outer_dim = _outer_dims(body.jaxpr, body.consts)
+    # the whole results' shapes: a dim that is an input of the body is an operand already; a
+    # block dim split over mesh axes, or a size the body computes, is computed here, a new
+    # operand of the equation
     extra: List[Any] = []
     shapes = []      # per result: per dim, an int or ("operand", j) / ("extra", j)
     for k, (v, spec) in enumerate(zip(body.jaxpr.outvars, out_specs)):
@@ -210,15 +250,11 @@ def bind_shard_map(fn: Callable, leaves: Sequence[Any], in_specs: Sequence[Parti
             if isinstance(dim, int):
                 row.append(dim * pieces)
                 continue
-            if not isinstance(dim, Var) or id(dim) not in position:
-                raise TypeError(f"shard_map: dimension {d} of result {k} of the mapped function is a size "
-                                "computed inside it; a result may only have static dimensions or "
-                                "dimensions of its inputs")
-            outer = body.consts[position[id(dim)]]
-            if pieces == 1:
-                row.append(("operand", position[id(dim)]))
+            j, outer = outer_dim(dim, k, d)
+            if pieces == 1 and j is not None:
+                row.append(("operand", j))
             else:
-                extra.append(outer * pieces)
+                extra.append(outer * pieces if pieces > 1 else outer)
                 row.append(("extra", len(extra) - 1))
         shapes.append(row)
     operands = list(body.consts) + list(leaves) + extra

@@ -115,26 +115,20 @@ batching_rules[shard_map_p] = _batch
 def _register_with_execution():
     """The planner sees ``jaxpr`` as a call (its inputs are the operands; the body's are the
     leading ones it takes); padding keeps the equation when every shape is static (its
-    per-device body is then lowered as it is) and pads the whole-array program otherwise;
+    per-device body is then lowered as it is) and pads the body per device otherwise
+    (``execution/padding_shard_map.py``);
     the cost is the whole-array program's."""
     from ..cost_model import _WHOLE, cost_rules, jaxpr_cost
     from ..execution import analysis
     from ..execution.padding import padding_rules
-    from ..execution.padding_control_flow import _nested
+    from ..execution.padding_shard_map import pad_shard_map
 
     def fixed_inputs(eqn):
         p = eqn.params
         return [[(k, k) for k in range(len(eqn.invars))], [(j, i) for j, i in enumerate(p["body_inputs"])]]
     analysis.fixed_input_rules[shard_map_p] = fixed_inputs
 
-    def pad(ctx, eqn, *ops):
-        static = all(isinstance(d, int) for a in eqn.invars for d in a.aval.shape) and \
-            all(isinstance(d, int) for v in eqn.outvars for d in v.aval.shape)
-        if static:
-            return shard_map_p.bind(*ops, **eqn.params)
-        whole = eqn.params["jaxpr"]
-        return _nested(ctx, eqn, 0, whole, list(ops), [[(k, k) for k in range(len(whole.invars))]])
-    padding_rules[shard_map_p] = pad
+    padding_rules[shard_map_p] = pad_shard_map
     cost_rules[shard_map_p] = lambda eqn, sz: jaxpr_cost(eqn.params["jaxpr"], sz)
     _WHOLE.add(shard_map_p)
 
