@@ -41,6 +41,7 @@ class ShardedProgram:
         self.runs = BoundedCache(stats.cache_size, executables=True)
         self.usable = True
         self.last_run: Optional[PaddedRun] = None   # introspection only
+        self.checked: set = set()   # the tuples of sizes whose host checks passed
 
     def _bounds(self, args, in_layouts):
         """Each size input's bound: its bucket, rounded up to a multiple of the number of
@@ -70,6 +71,7 @@ class ShardedProgram:
             return None
         if any(int(args[i]) < 0 for i in self.sized):
             return None
+        self._check(args)
         try:
             bounds = self._bounds(args, in_layouts)
         except NotPaddable as e:
@@ -84,6 +86,18 @@ class ShardedProgram:
         explain.maybe(explain.tiers, lambda: f"sharded over devices {list(device_ids)}, size bounds "
                       f"{[b for _, b in bounds]}")
         return run(args)
+
+    def _check(self, args):
+        """The host checks of sizes an exact compile makes (mismatched reshapes, a shard_map
+        block split unevenly...), once per distinct tuple of sizes."""
+        from .size_checks import check_sizes
+        values = tuple(int(args[i]) for i in self.sized)
+        if values in self.checked:
+            return
+        check_sizes(self.jaxpr, {id(self.jaxpr.invars[i]): v for i, v in zip(self.sized, values)},
+                    self.describe_input, {id(self.jaxpr.invars[i]): i for i in self.sized})
+        if len(self.checked) < 4096:
+            self.checked.add(values)
 
     def _unusable(self, e):
         self.usable = False

@@ -166,13 +166,14 @@ def _vmap_interpretation(body, mesh: Mesh, mapped, in_specs, out_specs, consts, 
     return [_from_blocks(o, s, mesh, shape) for o, s, shape in zip(outs, out_specs, out_shapes)]
 
 
-def _outer_dims(jaxpr, consts):
-    """``outer_dim(var, k, d)``: for a dim ``var`` of the body ``jaxpr`` (whose leading invars
-    take ``consts``), ``(j, value)``: the position ``j`` of the const it is (else None) and its
-    value in the enclosing scope, recomputed there from the body's size arithmetic; a size
-    that depends on the data (or on the device) raises a TypeError."""
+def _outer_dims(jaxpr, inputs):
+    """``outer_dim(var, k, d)``: for a dim ``var`` of the body ``jaxpr`` (whose invars take
+    ``inputs``: its consts, then the leaves, of which only whole integer scalars can be
+    sizes), ``(j, value)``: the position ``j`` of the input it is (else None) and its value
+    in the enclosing scope, recomputed there from the body's size arithmetic; a size that
+    depends on the data (or on the device) raises a TypeError."""
     from ..lax.collectives import COLLECTIVE_SET
-    position = {id(v): j for j, v in enumerate(jaxpr.invars[:len(consts)])}
+    position = {id(v): j for j, v in enumerate(jaxpr.invars) if not v.aval.shape}
     producer = {id(v): e for e in jaxpr.eqns for v in e.outvars}
     memo = {}
 
@@ -182,7 +183,7 @@ def _outer_dims(jaxpr, consts):
         if id(a) in memo:
             return memo[id(a)]
         if id(a) in position:
-            out = consts[position[id(a)]]
+            out = inputs[position[id(a)]]
         else:
             e = producer.get(id(a))
             if e is None or e.primitive in COLLECTIVE_SET or any(len(x.aval.shape) for x in e.invars + e.outvars):
@@ -205,6 +206,24 @@ def _outer_dims(jaxpr, consts):
     return outer_dim
 
 
+def _same_size(a, b) -> bool:
+    if a is b:
+        return True
+    sa, sb = getattr(a, "sym", None), getattr(b, "sym", None)
+    return sa is not None and sb is not None and sa == sb
+
+
+def _whole_length(block, pieces: int, splits):
+    """The length of ``pieces`` blocks of length ``block``: the length an argument was split
+    from, when ``block`` is its block, else ``block * pieces``."""
+    if pieces == 1:
+        return block
+    for length, t, b in splits:
+        if t == pieces and _same_size(b, block):
+            return length
+    return block * pieces
+
+
 def bind_shard_map(fn: Callable, leaves: Sequence[Any], in_specs: Sequence[PartitionSpec], mesh: Mesh,
                    mapped: Sequence[str], out_specs_of: Callable[[List[Any]], List[PartitionSpec]]) -> List[Any]:
     """Trace ``fn`` (flat blocks in, a flat list out) on the blocks of ``leaves`` split as
@@ -216,6 +235,13 @@ def bind_shard_map(fn: Callable, leaves: Sequence[Any], in_specs: Sequence[Parti
         _check_names(spec, mesh, "in_specs")
     blocks = tuple((typeof(x).update(shape=block_shape(typeof(x).shape, s, mesh), weak_type=False), True)
                    for x, s in zip(leaves, in_specs))
+    # (length, pieces, block) of every dynamic dim split: a result's block of that length
+    # is put back together as that length (checked to be a multiple of the pieces)
+    splits = []
+    for x, s, (a, _) in zip(leaves, in_specs, blocks):
+        for d, (length, b) in enumerate(zip(typeof(x).shape, a.shape)):
+            if not isinstance(length, int) and _pieces(s, d, mesh) > 1:
+                splits.append((length, _pieces(s, d, mesh), b))
     box = {}
 
     def body_fn(*xs):
@@ -231,10 +257,12 @@ def bind_shard_map(fn: Callable, leaves: Sequence[Any], in_specs: Sequence[Parti
         box["specs"] = specs
         return outs
 
-    body = trace_nested(body_fn, blocks, lambda r: (list(r), None), expand=False)
+    # an integer scalar that is a size outside (a size the body's jvp passes on) keeps its
+    # expression inside: the blocks of that size agree with it
+    body = trace_nested(body_fn, blocks, lambda r: (list(r), None), expand=False, same_as=list(leaves))
     out_specs = box["specs"]
     nconst = len(body.consts)
-    outer_dim = _outer_dims(body.jaxpr, body.consts)
+    outer_dim = _outer_dims(body.jaxpr, list(body.consts) + list(leaves))
     # the whole results' shapes: a dim that is an input of the body is an operand already; a
     # block dim split over mesh axes, or a size the body computes, is computed here, a new
     # operand of the equation
@@ -254,7 +282,7 @@ def bind_shard_map(fn: Callable, leaves: Sequence[Any], in_specs: Sequence[Parti
             if pieces == 1 and j is not None:
                 row.append(("operand", j))
             else:
-                extra.append(outer * pieces if pieces > 1 else outer)
+                extra.append(_whole_length(outer, pieces, splits))
                 row.append(("extra", len(extra) - 1))
         shapes.append(row)
     operands = list(body.consts) + list(leaves) + extra
@@ -262,7 +290,8 @@ def bind_shard_map(fn: Callable, leaves: Sequence[Any], in_specs: Sequence[Parti
 
     def whole_fn(*xs):
         consts, vals, sizes = xs[:nconst], xs[nconst:nconst + nleaf], xs[nconst + nleaf:]
-        out_shapes = [tuple(d if isinstance(d, int) else (consts[d[1]] if d[0] == "operand" else sizes[d[1]])
+        inputs = list(consts) + list(vals)
+        out_shapes = [tuple(d if isinstance(d, int) else (inputs[d[1]] if d[0] == "operand" else sizes[d[1]])
                             for d in row) for row in shapes]
         return _vmap_interpretation(body.jaxpr, mesh, mapped, in_specs, out_specs, consts, vals, out_shapes)
 
