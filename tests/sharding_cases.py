@@ -349,6 +349,34 @@ def shard_map_tuple_axes_dynamic_split_and_derivatives():
 
 
 @case
+def vmap_spmd_axis_name_splits_the_batch():
+    """vmap(spmd_axis_name=...) inside a sharded qjit (the mesh entered with `with mesh:`):
+    the batch axis of the batched program is split over the mesh axis (the per-device
+    matmul has a quarter of the padded batch); without it, or eagerly, the same values."""
+    import re
+    mesh = dynjax.make_mesh((4,), ("b",))
+    whole = NamedSharding(mesh, P())
+    rng = np.random.default_rng(13)
+    w = rng.standard_normal((64, 32))
+
+    def per_example(x, w):
+        return jnp.tanh(x @ w).sum()
+    for spmd in (None, "b"):
+        with mesh:
+            f = dynjax.qjit(lambda x, w: dynjax.vmap(per_example, in_axes=(0, None), spmd_axis_name=spmd)(x, w),
+                            abstracted_axes=({0: "n"}, {}), in_shardings=(whole, whole))
+            for n in (1, 8, 13):
+                x = rng.standard_normal((n, 64))
+                np.testing.assert_allclose(f(x, w), np.tanh(x @ w).sum(1), rtol=1e-12)
+        blocks = set(re.findall(r"f64\[(\d+),32\]", f._last.sharded.last_run.exe.partitioned_hlo()))
+        assert ("4" in blocks) == (spmd is not None), (spmd, blocks)   # 16 padded rows over 4 devices
+    eager = dynjax.vmap(per_example, in_axes=(0, None), spmd_axis_name="b")(x, w)
+    np.testing.assert_allclose(eager, np.tanh(x @ w).sum(1), rtol=1e-12)
+    with mesh:
+        raises(ValueError, dynjax.vmap(per_example, in_axes=(0, None), spmd_axis_name="z"), x, w, match="'z'")
+
+
+@case
 def shard_map_errors():
     mesh = dynjax.make_mesh((2, 2), ("x", "y"))
     x = np.ones((4, 4))
