@@ -23,6 +23,7 @@ multiple of the number of blocks (checked when the sizes are known).
 """
 from __future__ import annotations
 
+import contextlib
 from typing import Any, Callable, List, Optional, Sequence
 
 from ..core import named_axes
@@ -245,7 +246,6 @@ def bind_shard_map(fn: Callable, leaves: Sequence[Any], in_specs: Sequence[Parti
     box = {}
 
     def body_fn(*xs):
-        import contextlib
         trace = current_trace()
         with contextlib.ExitStack() as stack:
             for name in mapped:
