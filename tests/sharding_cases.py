@@ -352,15 +352,16 @@ def shard_map_tuple_axes_dynamic_split_and_derivatives():
 def vmap_spmd_axis_name_splits_the_batch():
     """vmap(spmd_axis_name=...) inside a sharded qjit (the mesh entered with `with mesh:`):
     the batch axis of the batched program is split over the mesh axis (the per-device
-    matmul has a quarter of the padded batch); without it, or eagerly, the same values."""
+    matmul has a quarter of the padded batch; the constraint inside splits its batch axis
+    too); without it, or eagerly, the same values."""
     import re
     mesh = dynjax.make_mesh((4,), ("b",))
     whole = NamedSharding(mesh, P())
     rng = np.random.default_rng(13)
     w = rng.standard_normal((64, 32))
 
-    def per_example(x, w):
-        return jnp.tanh(x @ w).sum()
+    def per_example(x, w):   # a constraint inside: replicated, but its batch axis split with spmd
+        return dynjax.lax.with_sharding_constraint(jnp.tanh(x @ w), whole).sum()
     for spmd in (None, "b"):
         with mesh:
             f = dynjax.qjit(lambda x, w: dynjax.vmap(per_example, in_axes=(0, None), spmd_axis_name=spmd)(x, w),
@@ -368,8 +369,11 @@ def vmap_spmd_axis_name_splits_the_batch():
             for n in (1, 8, 13):
                 x = rng.standard_normal((n, 64))
                 np.testing.assert_allclose(f(x, w), np.tanh(x @ w).sum(1), rtol=1e-12)
-        blocks = set(re.findall(r"f64\[(\d+),32\]", f._last.sharded.last_run.exe.partitioned_hlo()))
+        run = f._last.sharded.last_run
+        blocks = set(re.findall(r"f64\[(\d+),32\]", run.exe.partitioned_hlo()))
         assert ("4" in blocks) == (spmd is not None), (spmd, blocks)   # 16 padded rows over 4 devices
+        inner = re.findall(r'@Sharding\(%\d+\) \{mhlo.sharding = "([^"]*)"\} : \(tensor<16x32xf64>\)', run.exe.text)
+        assert inner == ["{devices=[4,1]0,1,2,3}" if spmd else "{replicated}"], (spmd, inner)
     eager = dynjax.vmap(per_example, in_axes=(0, None), spmd_axis_name="b")(x, w)
     np.testing.assert_allclose(eager, np.tanh(x @ w).sum(1), rtol=1e-12)
     with mesh:

@@ -129,9 +129,9 @@ def vmap(fun, in_axes=0, out_axes=0, axis_name=None, axis_size=None, spmd_axis_n
     ``axis_name`` names the mapped axis for the collectives of ``dynjax.lax`` (``psum``,
     ``all_gather``, ``axis_index``...: ``lax/collectives.py``); ``spmd_axis_name`` (a mesh axis
     name, or a tuple of them) splits the batch axis of the batched arguments and results over
-    that mesh axis of the mesh entered with ``with mesh:`` (sharding constraints: in a sharded
-    ``qjit`` XLA's partitioner places the members on those devices; elsewhere, and without a
-    mesh, nothing changes); both are on the returned function. The batch size may be dynamic
+    that mesh axis of the mesh entered with ``with mesh:``, and the batch axis of the sharding
+    constraints inside (in a sharded ``qjit`` XLA's partitioner places the members on those
+    devices; elsewhere, and without a mesh, nothing changes); both are on the returned function. The batch size may be dynamic
     (an abstracted axis, or an int argument under ``qjit``): one trace serves every batch size.
     """
     if not callable(fun):
@@ -193,10 +193,10 @@ def vmap(fun, in_axes=0, out_axes=0, axis_name=None, axis_size=None, spmd_axis_n
             raise ValueError("vmap must have at least one non-None value in in_axes or axis_size "
                              "must be specified")
         leaves = [np.asarray(x) if isinstance(x, (list, tuple)) else x for x in leaves]
-        place = _spmd_placement(spmd_axis_name)
+        place, spmd = _spmd_placement(spmd_axis_name)
         leaves = [place(x, d) if d is not None else x for x, d in zip(leaves, dims)]
         outs, out_dims, out_tree = vmap_flat(lambda *xs: fun(*tree_unflatten(tree, xs)), size, leaves, dims,
-                                             axis_name)
+                                             axis_name, spmd)
         out_struct = tree_unflatten(out_tree, outs)
         o_axes = _broadcast_prefix(out_axes, out_struct, "out_axes")
         results = []
@@ -226,15 +226,16 @@ def vmap(fun, in_axes=0, out_axes=0, axis_name=None, axis_size=None, spmd_axis_n
 
 
 def _spmd_placement(spmd_axis_name):
-    """``place(x, axis)``: ``x`` with its batch ``axis`` split over the mesh axes
-    ``spmd_axis_name`` of the current mesh (the identity without one)."""
+    """``(place, spmd)``: ``place(x, axis)`` is ``x`` with its batch ``axis`` split over the
+    mesh axes ``spmd_axis_name`` of the current mesh (the identity without one); ``spmd`` is
+    ``(mesh, names)`` for the sharding constraints inside (or None)."""
     if spmd_axis_name is None:
-        return lambda x, axis: x
+        return (lambda x, axis: x), None
     from ...parallel.constraints import with_sharding_constraint
     from ...parallel.sharding import NamedSharding, PartitionSpec, current_mesh
     mesh = current_mesh()
     if mesh is None:
-        return lambda x, axis: x
+        return (lambda x, axis: x), None
     names = tuple(spmd_axis_name) if isinstance(spmd_axis_name, (tuple, list)) else (spmd_axis_name,)
     for n in names:
         if n not in mesh.axis_names:
@@ -244,7 +245,7 @@ def _spmd_placement(spmd_axis_name):
     def place(x, axis):
         spec = PartitionSpec(*([None] * axis + [names if len(names) > 1 else names[0]]))
         return with_sharding_constraint(x, NamedSharding(mesh, spec))
-    return place
+    return place, (mesh, names)
 
 
 def _leaf_paths(args, arg_names):
