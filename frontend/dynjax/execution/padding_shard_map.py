@@ -12,10 +12,10 @@ Its results, per-device padded, are gathered back into logical-first order.
 
 Every device has the same block length, so the collectives combine the logical elements of
 the blocks with each other and padding with padding: ``psum pmax pmin ppermute axis_index``
-and an ``all_gather`` along a static axis stay as they are; an ``all_gather`` tiled along a
-dynamic axis is compacted afterwards. ``psum_scatter`` and ``all_to_all`` along a dynamic
-axis have no rule: the shard_map then pads its whole-array program instead (same values, no
-per-device program).
+and the others along static axes stay as they are. Along a dynamic axis, an ``all_gather``
+(tiled) is compacted afterwards, a ``psum_scatter`` lays its operand out per device first,
+an ``all_to_all`` both. A body the rules cannot pad makes the shard_map pad its whole-array
+program instead (same values, no per-device program).
 """
 from __future__ import annotations
 
@@ -113,11 +113,12 @@ def _per_device(ctx: Context, eqn, ops) -> List[Any]:
     outs = bind_shard_map(padded_body, leaves, list(p["in_specs"]), mesh, p["mapped"],
                           lambda _: list(p["out_specs"]))
     results = []
-    for y, v, w, spec in zip(outs, body.outvars, eqn.outvars, p["out_specs"]):
-        for d, split in enumerate(_block_dims(ctx, eqn, w.aval, v.aval, spec, mesh, positions)):
-            if split is not None:
-                t, b, bb = split
-                y = _compact(y, d, b, bb, ctx.bound(w.aval.shape[d]))
+    for y, w, spec in zip(outs, eqn.outvars, p["out_specs"]):
+        for d, whole in enumerate(w.aval.shape):     # t blocks of the bound bb, b logical rows each
+            t = int(np.prod([mesh.shape[n] for n in spec._names(d)])) if spec._names(d) else 1
+            if t > 1 and not isinstance(whole, int):
+                b = lax.div(_i64(ctx.size(whole)), np.int64(t))
+                y = _compact(y, d, b, lax_shape(y)[d] // t, ctx.bound(whole))
         results.append(y)
     return results
 
@@ -132,17 +133,41 @@ def _gather_rule(ctx: Context, eqn, x):
     return _compact(out, p["axis"], ctx.size(dim), bb, ctx.bound(eqn.outvars[0].aval.shape[p["axis"]]))
 
 
-def _static_axes_only(*keys):
-    def rule(ctx: Context, eqn, x):
-        shape = eqn.invars[0].aval.shape
-        if any(not isinstance(shape[eqn.params[k]], int) for k in keys):
-            raise NotPaddable(f"{eqn.primitive} along a dynamic axis")
+def _scatter_rule(ctx: Context, eqn, x):
+    """Along a dynamic axis: the operand laid out per device first (block ``k`` of the
+    result's bound holding the ``b`` logical rows device ``k`` keeps), then scattered."""
+    d = eqn.params["scatter_dimension"]
+    out = eqn.outvars[0].aval.shape[d]
+    if isinstance(eqn.invars[0].aval.shape[d], int):
         return _same(ctx, eqn, x)
-    return rule
+    x = _spread(x, d, eqn.params["axis_size"], ctx.size(out), ctx.bound(out))
+    return _same(ctx, eqn, x)
+
+
+def _all_to_all_rule(ctx: Context, eqn, x):
+    """A dynamic split axis laid out per device first (chunk ``j``, for device ``j``, holds
+    its logical rows first), a dynamic concat axis compacted after (each device receives
+    padded chunks)."""
+    p = eqn.params
+    s, c, n = p["split_axis"], p["concat_axis"], p["axis_size"]
+    shape, out = eqn.invars[0].aval.shape, eqn.outvars[0].aval.shape
+    if isinstance(shape[s], int) and isinstance(shape[c], int):
+        return _same(ctx, eqn, x)
+    if s == c:      # chunks of the same axis exchanged: b = length / n rows each
+        b = lax.div(_i64(ctx.size(shape[s])), np.int64(n))
+        bb = -(-lax_shape(x)[s] // n)
+        y = _same(ctx, eqn, _spread(x, s, n, b, bb))
+        return _compact(y, s, b, bb, ctx.bound(out[s]))
+    if not isinstance(shape[s], int):
+        x = _spread(x, s, n, ctx.size(out[s]), ctx.bound(out[s]))
+    y = _same(ctx, eqn, x)
+    if isinstance(shape[c], int):
+        return y
+    return _compact(y, c, ctx.size(shape[c]), lax_shape(x)[c], ctx.bound(out[c]))
 
 
 for _p in (psum_p, pmax_p, pmin_p, ppermute_p, axis_index_p):
     padding_rules[_p] = _same
 padding_rules[all_gather_p] = _gather_rule
-padding_rules[psum_scatter_p] = _static_axes_only("scatter_dimension")
-padding_rules[all_to_all_p] = _static_axes_only("split_axis", "concat_axis")
+padding_rules[psum_scatter_p] = _scatter_rule
+padding_rules[all_to_all_p] = _all_to_all_rule

@@ -12,9 +12,11 @@ taking the operands at positions ``body_inputs``, each cut in blocks as its
   partitioned over the mesh's devices, else ``jaxpr`` inlined (``lowering/shard_map.py``);
 * ``jvp``: a ``shard_map`` of the jvp of the body (tangents split as their primals), so a
   forward derivative stays a per-device program;
-* linearizing (partial evaluation), transposing and batching: ``jaxpr``, inlined: the
-  whole-array program's rules give the same values (its collectives were already turned
-  into operations over the mapped axes).
+* linearizing (partial evaluation) and transposing: per-device ``shard_map`` s of the body's
+  known and linear parts and of its transpose (``parallel/shard_map_ad.py``), or, for a
+  body that cannot be split that way, ``jaxpr`` inlined;
+* batching: ``jaxpr``, inlined: the whole-array program's rules give the same values (its
+  collectives were already turned into operations over the mapped axes).
 """
 from __future__ import annotations
 
@@ -86,7 +88,13 @@ dependence_rules[shard_map_p] = lambda eqn, flags: dependence(eqn.params["jaxpr"
 
 
 def _partial_eval(eqn, known, flags):
-    """Linearizing: the whole-array program split into its known and unknown parts."""
+    """Linearizing: two per-device shard_maps (``parallel/shard_map_ad.py``), or else the
+    whole-array program split into its known and unknown parts."""
+    from .shard_map_ad import NotSplit, split_linearize
+    try:
+        return split_linearize(eqn, known, flags)
+    except NotSplit:
+        pass
     split = _Split(eqn.params["jaxpr"], known, flags)
 
     def stage(vals):
@@ -98,7 +106,13 @@ partial_eval_rules[shard_map_p] = _partial_eval
 
 
 def _transpose(cts, *operands, jaxpr, **params):
-    return backward_pass(jaxpr, list(operands), list(cts))
+    """A shard_map of the body's transpose (``parallel/shard_map_ad.py``), or else the
+    whole-array program's."""
+    from .shard_map_ad import NotSplit, split_transpose
+    try:
+        return split_transpose(list(cts), list(operands), params)
+    except NotSplit:
+        return backward_pass(jaxpr, list(operands), list(cts))
 
 
 transpose_rules[shard_map_p] = _transpose
