@@ -345,7 +345,76 @@ def shard_map_tuple_axes_dynamic_split_and_derivatives():
         wm[1, 0] -= eps
         np.testing.assert_allclose(gw[1, 0], (loss_np(x, wp) - loss_np(x, wm)) / (2 * eps), rtol=1e-6, atol=1e-7)
     _assert_per_device(jv, "all-reduce")
+    # the gradient too: the transposes of psum and ppermute are XLA's collectives
+    _assert_per_device(gr, "all-reduce", "collective-permute")
     assert jv.traces == 1 and gr.traces == 1
+
+
+@case
+def shard_map_grad_is_per_device():
+    """grad through a shard_map in a sharded qjit: the known and linear parts and the
+    transpose are per-device programs (all_gather transposes into reduce_scatter, ppermute
+    into the inverse permutation, a replicated argument's cotangent is psum-ed, a replicated
+    result's cotangent shared among its copies); numpy's finite differences agree."""
+    mesh = dynjax.make_mesh((4,), ("d",))
+    L = dynjax.lax
+    f = dynjax.shard_map(lambda b, w: (L.psum(jnp.tanh(b * w).sum(), "d"),
+                                       L.ppermute(b, "d", [(k, (k + 1) % 4) for k in range(4)]) * w,
+                                       L.all_gather(b * w, "d", tiled=True)),
+                         mesh=mesh, in_specs=(P("d"), P()), out_specs=(P(), P("d"), P()))
+
+    def loss(x, w):
+        a, b, c = f(x, w)
+        return a ** 2 + (b * x).sum() + (c ** 2).sum()
+
+    def loss_np(x, w):
+        blocks = x.reshape(4, -1, 3)
+        b = np.concatenate([blocks[(k - 1) % 4] for k in range(4)]) * w
+        return np.tanh(x * w).sum() ** 2 + (b * x).sum() + ((x * w) ** 2).sum()
+    g = dynjax.qjit(dynjax.grad(loss, argnums=(0, 1)), abstracted_axes=({0: "n"}, {}),
+                    in_shardings=(NamedSharding(mesh, P("d")), None))
+    rng = np.random.default_rng(15)
+    w = rng.standard_normal((3,))
+    eps = 1e-6
+    for n in (8, 12):
+        x = rng.standard_normal((n, 3))
+        gx, gw = g(x, w)
+        ex, ew = dynjax.grad(loss, argnums=(0, 1))(x, w)
+        np.testing.assert_allclose(gx, ex, rtol=1e-12)
+        np.testing.assert_allclose(gw, ew, rtol=1e-12)
+        for idx in [(0, 0), (n - 1, 2), (n // 2, 1)]:
+            xp, xm = x.copy(), x.copy()
+            xp[idx] += eps
+            xm[idx] -= eps
+            np.testing.assert_allclose(gx[idx], (loss_np(xp, w) - loss_np(xm, w)) / (2 * eps), rtol=1e-6, atol=1e-7)
+        wp, wm = w.copy(), w.copy()
+        wp[1] += eps
+        wm[1] -= eps
+        np.testing.assert_allclose(gw[1], (loss_np(x, wp) - loss_np(x, wm)) / (2 * eps), rtol=1e-6, atol=1e-7)
+    _assert_per_device(g, "all-reduce", "reduce-scatter", "collective-permute")
+    assert g.traces == 1
+
+
+@case
+def shard_map_scatter_and_all_to_all_along_dynamic_rows():
+    """psum_scatter and all_to_all along the dynamic rows a shard_map splits: the padded
+    per-device program lays the blocks out per device; the vmap interpretation's values."""
+    mesh = dynjax.make_mesh((4,), ("d",))
+    L = dynjax.lax
+
+    def body(b):
+        return (L.psum_scatter(b, "d", scatter_dimension=0, tiled=True), L.all_to_all(b, "d", 0, 0, tiled=True),
+                L.all_to_all(b, "d", 0, 1, tiled=True), L.all_to_all(b, "d", 1, 0, tiled=True))
+    f = dynjax.shard_map(body, mesh=mesh, in_specs=P("d"), out_specs=(P("d"),) * 4)
+    rng = np.random.default_rng(14)
+    for n in (16, 48):
+        x = rng.standard_normal((n, 8))
+        eager, got, g = _run_both(f, NamedSharding(mesh, P("d")), (x,), ({0: "n"},))
+        for e, o in zip(eager, got):
+            assert o.shape == e.shape, (o.shape, e.shape)
+            np.testing.assert_allclose(o, e, rtol=1e-13, atol=1e-13)
+        np.testing.assert_allclose(got[0], x.reshape(4, n // 4, 8).sum(0), rtol=1e-13)
+    _assert_per_device(g, "reduce-scatter", "all-to-all")
 
 
 @case
