@@ -289,6 +289,34 @@ def shard_map_lowers_every_collective():
 
 
 @case
+def shard_map_boolean_and_integer_collectives():
+    """JAX's dtypes per device as in the vmap interpretation: psum counts booleans (int32),
+    pmax / pmin of booleans are any / all, pmean of int8 is a float32, integers wrap."""
+    mesh = dynjax.make_mesh((4,), ("i",))
+    L = dynjax.lax
+
+    def body(b, k):
+        return (L.psum(b, "i"), L.pmax(b, "i"), L.pmin(b, "i"), L.all_gather(b, "i", axis=1, tiled=True),
+                L.psum(k, "i"), L.pmean(k, "i"), L.pmax(k, "i"))
+    cols, whole = P(None, "i"), P()
+    f = dynjax.shard_map(body, mesh=mesh, in_specs=(cols, cols), out_specs=(whole,) * 7)
+    rng = np.random.default_rng(13)
+    for n in (1, 5):
+        b = rng.integers(0, 2, (n, 8)).astype(bool)
+        k = rng.integers(-128, 128, (n, 8)).astype(np.int8)
+        eager, got, g = _run_both(f, (NamedSharding(mesh, cols),) * 2, (b, k), ({0: "n"}, {0: "n"}))
+        bb, kb = b.reshape(n, 4, 2).transpose(1, 0, 2), k.reshape(n, 4, 2).transpose(1, 0, 2)
+        total = kb.sum(0, dtype=np.int8)
+        want = (bb.sum(0, dtype=np.int32), bb.any(0), bb.all(0), b, total,
+                (total.astype(np.float32) / np.float32(4)), kb.max(0))
+        for e, o, w in zip(eager, got, want):
+            assert o.dtype == e.dtype == w.dtype, (o.dtype, e.dtype, w.dtype)
+            np.testing.assert_array_equal(o, w)
+            np.testing.assert_array_equal(e, w)
+    _assert_per_device(g, "all-reduce", "all-gather")
+
+
+@case
 def shard_map_tuple_axes_dynamic_split_and_derivatives():
     """A (2, 2) mesh, rows split over both axes (dynamic: 8 and 16 rows), collectives over a
     tuple of axis names; jvp (a per-device program too) and grad through the shard_map."""

@@ -216,3 +216,36 @@ def test_differentiating_a_shape_changing_collective_on_a_dynamic_batch_says_why
                     abstracted_axes=({0: "n"},))
     with pytest.raises(NotImplementedError, match="dynamic size"):
         g(np.ones((3, 2)))
+
+
+INTEGER_PROGRAMS = {   # name -> fn(lax_module, x): the result dtypes of JAX's collectives
+    "psum": lambda L, x: L.psum(x, "i"),
+    "psum_tuple": lambda L, x: L.psum(x, ("i",)),
+    "pmean": lambda L, x: L.pmean(x, "i"),
+    "pmax": lambda L, x: L.pmax(x, "i"),
+    "pmin": lambda L, x: L.pmin(x, "i"),
+    "all_gather": lambda L, x: L.all_gather(x, "i", tiled=True),
+    "all_to_all": lambda L, x: L.all_to_all(x, "i", 0, 0, tiled=True),
+    "ppermute": lambda L, x: L.ppermute(x, "i", PERM),
+}
+
+
+@pytest.mark.parametrize("dtype", [np.bool_, np.int8, np.int64])
+@pytest.mark.parametrize("name", list(INTEGER_PROGRAMS))
+def test_boolean_and_integer_operands_as_jax(name, dtype):
+    """psum counts booleans (int32), pmean of integers is a float32 (float64 from 64-bit
+    integers), the others keep the dtype: eagerly, and compiled with a dynamic batch (jax
+    is the oracle, integer overflow included)."""
+    xs = (RNG.integers(0, 3, (3, 6)) > 0).astype(dtype) if dtype == np.bool_ else \
+        RNG.integers(0, 100, (3, 6)).astype(dtype)
+    want = jax.vmap(lambda x: INTEGER_PROGRAMS[name](jlax, x), axis_name="i")(xs)
+    f = dynjax.vmap(lambda x: INTEGER_PROGRAMS[name](lax, x), axis_name="i")
+    for how, got in (("eager", f(xs)), ("qjit", dynjax.qjit(f, abstracted_axes=({0: "n"},))(xs))):
+        assert got.dtype == want.dtype, (how, got.dtype, want.dtype)
+        # a mean is correctly rounded here; jax's may be one ulp off (float32)
+        np.testing.assert_allclose(got, np.asarray(want), rtol=1e-6, err_msg=how)
+
+
+def test_psum_scatter_of_booleans_is_a_type_error_as_in_jax():
+    with pytest.raises(TypeError, match="psum_scatter"):
+        dynjax.vmap(lambda x: lax.psum_scatter(x, "i"), axis_name="i")(np.ones((3, 3), bool))

@@ -38,6 +38,16 @@ def _same(x, **params):
     return aval(x)
 
 
+def _no_bool(who):
+    def check(x, **params):
+        a = aval(x)
+        if np.dtype(a.dtype) == np.bool_:
+            raise TypeError(f"{who} does not accept booleans (dtype bool): convert them to a "
+                            "number dtype first (lax.psum counts booleans as int32)")
+        return a
+    return check
+
+
 def _static_size(axis_size, who):
     if not isinstance(axis_size, (int, np.integer)):
         raise NotImplementedError(f"{who} over an axis of dynamic size, differentiated: its result "
@@ -57,7 +67,7 @@ def _gather_aval(x, *, axis_name, axis_size, axis, tiled):
 
 
 def _scatter_aval(x, *, axis_name, axis_size, scatter_dimension, tiled):
-    a = aval(x)
+    a = _no_bool("psum_scatter")(x)
     n = _static_size(axis_size, "psum_scatter")
     shape = list(a.shape)
     if tiled:
@@ -84,7 +94,7 @@ def _index_aval(*, axis_name, axis_size):
     return result_aval((), np.dtype(np.int32))
 
 
-psum_p = define("psum", _unbound, _same)
+psum_p = define("psum", _unbound, _no_bool("psum_p"))
 pmax_p = define("pmax", _unbound, _same)
 pmin_p = define("pmin", _unbound, _same)
 all_gather_p = define("all_gather", _unbound, _gather_aval)
@@ -142,12 +152,20 @@ def _size_of(names) -> Any:
     return total
 
 
+def _int32_if_bool(v):
+    """Booleans are summed as ``int32`` (JAX's ``psum``: a count of the true members)."""
+    from . import api as lax
+    return lax.convert_element_type(v, np.int32) if np.dtype(aval(v).dtype) == np.bool_ else v
+
+
 def psum(x, axis_name, *, axis_index_groups=None):
-    """The sum over the named axis (or axes) of every leaf of ``x``."""
+    """The sum over the named axis (or axes) of every leaf of ``x`` (booleans are counted:
+    an ``int32`` result, as in JAX)."""
     _no_groups(axis_index_groups, "psum")
     names = _names(axis_name)
 
     def one(v):
+        v = _int32_if_bool(v)
         for n in reversed(names):
             v = bind_one(psum_p, v, n)
         return v
@@ -163,14 +181,19 @@ def pmean(x, axis_name, *, axis_index_groups=None):
 
     def one(v):
         s = psum(v, names)
-        return lax.div(s, lax.convert_element_type(size, _float_of(s)))
+        dt = _mean_dtype(aval(s).dtype)
+        return lax.div(lax.convert_element_type(s, dt), lax.convert_element_type(size, dt))
     return _leafwise(one, x)
 
 
-def _float_of(x):
+def _mean_dtype(dtype) -> np.dtype:
+    """The dtype of a mean of ``dtype`` values (JAX's ``pmean``): a float or complex dtype
+    is kept; integers of 64 bits give ``float64``, narrower ones (and booleans) ``float32``."""
     from ..core.avals import is_inexact_dtype
-    dt = aval(x).dtype
-    return dt if is_inexact_dtype(dt) else np.dtype(np.float64)
+    dt = np.dtype(dtype)
+    if is_inexact_dtype(dt):
+        return dt
+    return np.dtype(np.float64 if dt.itemsize == 8 else np.float32)
 
 
 def pmax(x, axis_name, *, axis_index_groups=None):
@@ -226,6 +249,9 @@ def psum_scatter(x, axis_name, *, scatter_dimension: int = 0, axis_index_groups=
     def one(v):
         nd = len(aval(v).shape)
         d = _axis(scatter_dimension, nd, "psum_scatter", "scatter_dimension")
+        if np.dtype(aval(v).dtype) == np.bool_:
+            raise TypeError("psum_scatter does not accept booleans (dtype bool): convert them to a "
+                            "number dtype first")
         length = aval(v).shape[d]
         total = _size_of(names)
         if isinstance(length, int) and isinstance(total, (int, np.integer)) and (

@@ -47,16 +47,18 @@ def _elementwise(prim, reduce):
         if d is not None:
             return reduce(x, d), None
         if prim is psum_p:
-            dt = typeof(x).dtype
-            if dt == np.bool_:
-                return lax.mul(lax.convert_element_type(x, np.int64), _count(trace, np.int64)), None
-            return lax.mul(x, _count(trace, dt)), None
+            return lax.mul(x, _count(trace, typeof(x).dtype)), None
         return x, None
     return rule
 
 
-_elementwise(psum_p, lambda x, d: lax.reduce_sum(x, (d,)) if typeof(x).dtype != np.bool_
-             else lax.reduce_sum(lax.convert_element_type(x, np.int64), (d,)))
+def _sum_over(x, d):
+    if typeof(x).dtype == np.bool_:   # lax.psum counts booleans as int32 before binding
+        raise TypeError("psum_p does not accept booleans (dtype bool): convert them to a number dtype first")
+    return lax.reduce_sum(x, (d,))
+
+
+_elementwise(psum_p, _sum_over)
 _elementwise(pmax_p, lambda x, d: lax.reduce_max(x, (d,)))
 _elementwise(pmin_p, lambda x, d: lax.reduce_min(x, (d,)))
 
