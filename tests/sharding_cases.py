@@ -379,6 +379,58 @@ def shard_map_tuple_axes_dynamic_split_and_derivatives():
 
 
 @case
+def shard_map_tuple_axis_collectives_are_one_collective():
+    """A collective over a tuple of mesh axes is ONE collective over the product groups, its
+    members ordered first name major (("y", "x") too): values against jax's shard_map and
+    the vmap interpretation; static rows and dynamic ones (8, 16)."""
+    import jax
+    from jax.sharding import PartitionSpec as JP
+    jax.config.update("jax_enable_x64", True)
+    mesh = dynjax.make_mesh((2, 2), ("x", "y"))
+    jmesh = jax.sharding.Mesh(np.array(jax.devices()).reshape(2, 2), ("x", "y"))
+
+    def body(L):
+        def f(blk):                                      # blk: (n/2, 4)
+            return (L.psum(blk, ("x", "y")), L.pmax(blk, ("y", "x")),
+                    L.all_gather(blk, ("x", "y"), axis=1, tiled=True), L.all_gather(blk, ("y", "x")),
+                    L.psum_scatter(blk, ("y", "x"), scatter_dimension=1, tiled=True),
+                    L.psum_scatter(blk.T, ("x", "y")),
+                    L.all_to_all(blk, ("x", "y"), 1, 0, tiled=True),
+                    L.all_to_all(blk, ("y", "x"), 1, 1),
+                    blk + L.axis_index(("y", "x")), L.pmean(blk, ("x", "y")))
+        return f
+    rows, cols_yx, cols_xy = ("x", "y"), (None, ("y", "x")), (None, ("x", "y"))
+    outs = [(), (), (), (), cols_yx, (("x", "y"),), cols_xy, ("x", "y"), ("x", "y"), ()]
+    f = dynjax.shard_map(body(dynjax.lax), mesh=mesh, in_specs=P(*rows), out_specs=tuple(P(*o) for o in outs))
+    jf = jax.jit(jax.shard_map(body(jax.lax), mesh=jmesh, in_specs=JP(*rows), out_specs=tuple(JP(*o) for o in outs),
+                               check_vma=False))
+    rng = np.random.default_rng(17)
+    for n in (8, 16):
+        a = rng.standard_normal((n, 8))
+        want = jf(a)
+        eager, got, g = _run_both(f, NamedSharding(mesh, P(*rows)), (a,), ({0: "n"},))
+        for k, (e, o, w) in enumerate(zip(eager, got, want)):
+            assert o.shape == e.shape == w.shape, (k, o.shape, e.shape, w.shape)
+            np.testing.assert_allclose(e, np.asarray(w), rtol=1e-13, atol=1e-13, err_msg=str(k))
+            np.testing.assert_allclose(o, np.asarray(w), rtol=1e-13, atol=1e-13, err_msg=str(k))
+        blocks = a.reshape(2, n // 2, 2, 4).transpose(0, 2, 1, 3)      # [x, y] -> block
+        np.testing.assert_allclose(got[0], blocks.sum((0, 1)), rtol=1e-13)
+        np.testing.assert_array_equal(got[3], blocks.transpose(1, 0, 2, 3).reshape(4, n // 2, 4))
+    hlo = _assert_per_device(g, "all-reduce", "all-gather", "reduce-scatter", "all-to-all", "partition-id")
+    # one collective per call: no all-reduce over pairs of devices
+    # one collective per call, over all four devices (ordered y-major for ("y", "x")); the
+    # only collectives over pairs are XLA's all-gathers that lay out the whole results
+    import re
+    groups = {}
+    for op, grp in re.findall(r"= [^=]*? (all-reduce|reduce-scatter|all-to-all|all-gather)\(.*?replica_groups=(\{[^ ]*\}),",
+                              hlo):
+        groups.setdefault(op, set()).add(grp)
+    assert groups["all-reduce"] == groups["reduce-scatter"] == groups["all-to-all"] == \
+        {"{{0,1,2,3}}", "{{0,2,1,3}}"}, groups
+    assert {"{{0,1,2,3}}", "{{0,2,1,3}}"} <= groups["all-gather"], groups
+
+
+@case
 def shard_map_grad_is_per_device():
     """grad through a shard_map in a sharded qjit: the known and linear parts and the
     transpose are per-device programs (all_gather transposes into reduce_scatter, ppermute

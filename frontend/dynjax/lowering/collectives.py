@@ -6,7 +6,8 @@ StableHLO's: ``psum`` / ``pmax`` / ``pmin`` an ``all_reduce`` (its reduction reg
 takes the max or the min), ``all_gather`` an ``all_gather``, ``psum_scatter`` a
 ``reduce_scatter``, ``all_to_all`` an ``all_to_all``, ``ppermute`` a ``collective_permute``
 and ``axis_index`` a lookup of ``partition_id`` in the table of the devices' coordinates.
-Each runs over the lines of devices along its axis (``replica_groups``), on its own
+Each runs over the lines of devices along its axis (``replica_groups``; over a tuple of
+axes, ONE collective whose groups are the devices differing only in those axes), on its own
 channel, with global device ids (partition ids: XLA's convention for SPMD programs).
 
 Anywhere else a collective has lost the axis that binds it (a ``vmap`` interprets its own
@@ -27,7 +28,7 @@ from .rules import _BOOL, _scalar_type
 def _manual(ctx, eqn):
     manual = ctx.manual
     name = eqn.params["axis_name"]
-    if manual is None or name not in manual.axis_names:
+    if manual is None or not manual.binds(name):
         raise LoweringError(f"{eqn.primitive.name} over the axis {name!r} outside the vmap or shard_map "
                             "that binds it: collectives compile only as part of vmap(axis_name=...) or "
                             "of a shard_map over that mesh axis")

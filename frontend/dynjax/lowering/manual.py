@@ -5,7 +5,9 @@ A program partitioned over several devices (a sharded ``qjit``) is lowered insid
 A ``shard_map`` over a mesh of exactly those devices then lowers its body as the per-device
 program, with a :class:`ManualMesh` on the lowering context (``ctx.manual``): the position
 (partition id) of every mesh device, from which the collectives of the body take their
-``replica_groups`` (one group per line of devices along the named axis, in axis order),
+``replica_groups`` (one group per line of devices along the named axis, in axis order; for
+a tuple of axis names, one group per set of devices differing only in those coordinates,
+ordered first name major),
 ``source_target_pairs`` and their ``axis_index`` (a table indexed by ``partition_id``).
 Outside a ``shard_map`` region ``ctx.manual`` is None and a collective cannot be lowered.
 """
@@ -55,27 +57,39 @@ class ManualMesh:
         self.axis_names = tuple(axis_names)
         self.positions = np.vectorize(lambda d: at[int(d)], otypes=[np.int64])(device_ids)
 
-    def size(self, name) -> int:
-        return int(self.positions.shape[self._axis(name)])
+    # ``name`` below is one mesh axis name or a tuple of them: the devices that differ only
+    # in those coordinates, ordered by them, the first name major (JAX's order of a tuple)
+    def binds(self, name) -> bool:
+        """Whether every axis of ``name`` is an axis of this mesh."""
+        return all(n in self.axis_names for n in self._tuple(name))
 
-    def _axis(self, name) -> int:
+    def size(self, name) -> int:
+        return int(np.prod([self.positions.shape[a] for a in self._axes(name)]))
+
+    @staticmethod
+    def _tuple(name):
+        return name if isinstance(name, tuple) else (name,)
+
+    def _axes(self, name) -> list:
         try:
-            return self.axis_names.index(name)
+            return [self.axis_names.index(n) for n in self._tuple(name)]
         except ValueError:
             raise KeyError(name) from None
 
     def groups(self, name) -> np.ndarray:
-        """The partition ids of each line of devices along axis ``name`` (one row per line,
-        in the order of the axis coordinate)."""
-        a = self._axis(name)
-        return np.moveaxis(self.positions, a, -1).reshape(-1, self.positions.shape[a])
+        """The partition ids of each group of devices along the axes ``name`` (one row per
+        group, in the order of the members' linear index along them)."""
+        axes = self._axes(name)
+        moved = np.moveaxis(self.positions, axes, list(range(-len(axes), 0)))
+        return moved.reshape(-1, self.size(name))
 
     def coordinates(self, name) -> np.ndarray:
-        """``table[p]``: the coordinate along axis ``name`` of the device of partition ``p``."""
-        a = self._axis(name)
+        """``table[p]``: the linear index along the axes ``name`` of the device of partition ``p``."""
+        axes = self._axes(name)
         table = np.zeros(self.positions.size, np.int32)
         for coord in np.ndindex(*self.positions.shape):
-            table[self.positions[coord]] = coord[a]
+            table[self.positions[coord]] = np.ravel_multi_index([coord[a] for a in axes],
+                                                                [self.positions.shape[a] for a in axes])
         return table
 
     # -- attributes of the collectives ---------------------------------------------------------

@@ -7,7 +7,9 @@ batch axis (``psum``: a sum over it; ``all_gather``: the batch axis becomes an a
 member's result; ``ppermute``: a gather of members). Otherwise the collective is for an
 outer axis: it is applied again, on the batch as a whole (the batch axis moved first, so
 that the axis numbers of the operation shift by one), and the outer vmap handles it.
-Unbatched operands reach the rules too (``psum(1, "i")`` is the axis size).
+Unbatched operands reach the rules too (``psum(1, "i")`` is the axis size). A collective over
+a tuple of names (recorded in a shard_map's body) is interpreted as its sequence of one-name
+collectives (``lax.collectives.expand``).
 """
 from __future__ import annotations
 
@@ -16,17 +18,32 @@ import numpy as np
 from ...core.primitive import batching_rules
 from ...core.trace import typeof
 from ...lax import api as lax
-from ...lax.collectives import (all_gather_p, all_to_all_p, axis_index_p, bind_one, pmax_p, pmin_p,
+from ...lax.collectives import (all_gather_p, all_to_all_p, axis_index_p, bind_one, expand, pmax_p, pmin_p,
                                 ppermute_p, psum_p, psum_scatter_p)
 from . import to_front
 
 
 def _registered(prim):
     def wrap(rule):
-        rule.needs_trace = True
-        batching_rules[prim] = rule
+        def dispatch(size, vals, dims, *, trace, axis_name, **params):
+            if isinstance(axis_name, tuple):
+                return _expanded(prim, vals, dims, trace, axis_name, params)
+            return rule(size, vals, dims, trace=trace, axis_name=axis_name, **params)
+        dispatch.needs_trace = True
+        batching_rules[prim] = dispatch
         return rule
     return wrap
+
+
+def _expanded(prim, vals, dims, trace, names, params):
+    """A collective over a tuple of names (one trace bound them all when it was recorded: a
+    shard_map's body; here nested vmaps bind them) is its sequence of one-name collectives,
+    each interpreted by the trace of its name, this one included."""
+    from . import BatchTracer
+    params = {k: v for k, v in params.items() if k != "axis_size"}
+    x = BatchTracer(trace, vals[0], dims[0]) if vals else None
+    out = trace.full_raise(expand(prim, x, names, **params))
+    return out.val, out.bdim
 
 
 def _count(trace, dtype):
