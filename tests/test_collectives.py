@@ -87,6 +87,18 @@ def test_psum_scatter_over_two_names():
     np.testing.assert_allclose(got, want, rtol=1e-13)
 
 
+@pytest.mark.parametrize("tiled, split, concat, names", [(True, 0, 1, ("i", "j")), (True, 0, 0, ("i", "j")),
+                                                          (False, 0, 1, ("j", "i"))])
+def test_all_to_all_over_two_names_matches_jax(tiled, split, concat, names):
+    """The members are the product of the axes, the first name major (also ("j", "i"))."""
+    xs = RNG.standard_normal((2, 3, 12 if tiled else 6, 2))
+
+    def run(L, vmap):
+        member = lambda x: L.all_to_all(x, names, split, concat, tiled=tiled)   # noqa: E731
+        return vmap(vmap(member, axis_name="j"), axis_name="i")(xs)
+    np.testing.assert_array_equal(run(lax, dynjax.vmap), np.asarray(run(jlax, jax.vmap)))
+
+
 def test_a_partial_permutation_leaves_zeros():
     """JAX's documented ppermute semantics (its vmap rule asserts a full permutation)."""
     xs = RNG.standard_normal((4, 2))
@@ -177,6 +189,9 @@ def test_errors_as_jax():
         dynjax.vmap(lambda x: lax.pshuffle(x, "i", [0, 0, 1]), axis_name="i")(np.ones(3))
     with pytest.raises(ValueError, match="psum_scatter"):
         dynjax.vmap(lambda x: lax.psum_scatter(x, "i"), axis_name="i")(np.ones((3, 4)))
+    with pytest.raises(ValueError, match="all_to_all: split_axis 0 of length 5"):
+        dynjax.vmap(dynjax.vmap(lambda x: lax.all_to_all(x, ("i", "j"), 0, 0, tiled=True), axis_name="j"),
+                    axis_name="i")(np.ones((2, 2, 5)))
     assert dynjax.vmap(lambda x: lax.axis_size("i") * x, axis_name="i")(np.ones(4)).tolist() == [4.0] * 4
 
 
