@@ -238,10 +238,10 @@ def _run_both(f, in_shardings, args, abstracted_axes):
 
 
 def _assert_per_device(g, *ops):
-    """The sharded qjit's last program: a manual region, the given collectives in the
-    partitioned HLO."""
+    """The sharded qjit's last program: a Shardy manual computation, the given collectives
+    in the partitioned HLO."""
     run = g._last.sharded.last_run
-    assert "@SPMDFullToShardShape" in run.exe.text and "@SPMDShardToFullShape" in run.exe.text, run.exe.text[:3000]
+    assert "sdy.manual_computation" in run.exe.text, run.exe.text[:3000]
     hlo = run.exe.partitioned_hlo()
     for op in ops:
         assert op in hlo, (op, hlo[:4000])
@@ -422,8 +422,8 @@ def shard_map_tuple_axis_collectives_are_one_collective():
     # only collectives over pairs are XLA's all-gathers that lay out the whole results
     import re
     groups = {}
-    for op, grp in re.findall(r"= [^=]*? (all-reduce|reduce-scatter|all-to-all|all-gather)\(.*?replica_groups=(\{[^ ]*\}),",
-                              hlo):
+    ops = r"= [^=]*? (all-reduce|reduce-scatter|all-to-all|all-gather)\(.*?replica_groups=(\{[^ ]*\}),"
+    for op, grp in re.findall(ops, hlo):
         groups.setdefault(op, set()).add(grp)
     assert groups["all-reduce"] == groups["reduce-scatter"] == groups["all-to-all"] == \
         {"{{0,1,2,3}}", "{{0,2,1,3}}"}, groups
@@ -521,8 +521,10 @@ def vmap_spmd_axis_name_splits_the_batch():
         run = f._last.sharded.last_run
         blocks = set(re.findall(r"f64\[(\d+),32\]", run.exe.partitioned_hlo()))
         assert ("4" in blocks) == (spmd is not None), (spmd, blocks)   # 16 padded rows over 4 devices
-        inner = re.findall(r'@Sharding\(%\d+\) \{mhlo.sharding = "([^"]*)"\} : \(tensor<16x32xf64>\)', run.exe.text)
-        assert inner == ["{devices=[4,1]0,1,2,3}" if spmd else "{replicated}"], (spmd, inner)
+        inner = re.findall(r'sdy.sharding_constraint %\d+ <@(\w+), \[([^]]*)\]> : tensor<16x32xf64>', run.exe.text)
+        meshes = dict(re.findall(r'sdy.mesh @(\w+) = (<[^>]*>)', run.exe.text))
+        assert [(meshes[m], dims) for m, dims in inner] == \
+            ([('<["a0"=4]>', '{"a0"}, {}')] if spmd else [('<["r"=4]>', "{}, {}")]), (spmd, inner, meshes)
     eager = dynjax.vmap(per_example, in_axes=(0, None), spmd_axis_name="b")(x, w)
     np.testing.assert_allclose(eager, np.tanh(x @ w).sum(1), rtol=1e-12)
     with mesh:

@@ -1,11 +1,10 @@
 # RUN: %PYTHON %s | filecheck %s
 # A shard_map inside a sharded qjit on four CPU devices (a (2, 2) mesh) lowers its body as the
-# per-device program: the operands enter a manual-sharding region (@Sharding with their
-# sharding, then @SPMDFullToShardShape to the device's block), the body is a private function
-# on blocks whose collectives are StableHLO collectives over the lines of devices of their
-# mesh axis (replica_groups by partition id, a channel each, global device ids), and the
-# results leave through @SPMDShardToFullShape. XLA's partitioned program keeps them, on a
-# device's block (f64[4,3]).
+# per-device program: a Shardy manual computation over the mesh (an sdy.mesh of the module)
+# whose operands enter split as their in_specs say, the body a private function on blocks
+# whose collectives are StableHLO collectives over the lines of devices of their mesh axis
+# (replica_groups by partition id, a channel each, global device ids), the results leaving
+# as their out_specs say. XLA's partitioned program keeps them, on a device's block (f64[4,3]).
 import os
 os.environ["DYNJAX_NUM_CPU_DEVICES"] = "4"
 
@@ -34,18 +33,19 @@ run = f._last.sharded.last_run
 print(run.exe.text)
 print(run.exe.partitioned_hlo())
 
-# CHECK: func.func public @main(%[[A:.*]]: tensor<8x6xf64> {mhlo.sharding = "{devices=[2,2]0,1,2,3}"}, %[[W:.*]]: tensor<6x3xf64>
-# CHECK: %[[S:.*]] = stablehlo.custom_call @Sharding(%[[A]]) {mhlo.sharding = "{devices=[2,2]0,1,2,3}"} : (tensor<8x6xf64>) -> tensor<8x6xf64>
-# CHECK: stablehlo.custom_call @SPMDFullToShardShape(%[[S]]) {mhlo.sharding = "{manual}"} : (tensor<8x6xf64>) -> tensor<4x3xf64>
-# CHECK: stablehlo.custom_call @Sharding(%[[W]]) {mhlo.sharding = "{devices=[2,1,2]0,2,1,3 last_tile_dim_replicate}"}
-# CHECK: {mhlo.sharding = "{manual}"} : (tensor<6x3xf64>) -> tensor<3x3xf64>
-# CHECK: call @shmap_body_1({{.*}}) {mhlo.sharding = "{{[{]}}{manual}, {manual}
-# CHECK: stablehlo.custom_call @SPMDShardToFullShape({{.*}}) {mhlo.sharding = "{devices=[2,1,2]0,1,2,3 last_tile_dim_replicate}"} : (tensor<4x3xf64>) -> tensor<8x3xf64>
+# CHECK-DAG: sdy.mesh @[[ALL:.*]] = <["r"=4]>
+# CHECK-DAG: sdy.mesh @[[GRID:.*]] = <["a0"=2, "a1"=2]>
+# CHECK-DAG: sdy.mesh @[[MESH:.*]] = <["x"=2, "y"=2]>
+# CHECK: func.func public @main(%[[A:.*]]: tensor<8x6xf64> {sdy.sharding = #sdy.sharding<@[[GRID]], [{"a0"}, {"a1"}]>}, %[[W:.*]]: tensor<6x3xf64> {sdy.sharding = #sdy.sharding<@[[ALL]], [{}, {}]>}
+# CHECK: sdy.manual_computation(%[[A]], %[[W]]) in_shardings=[<@[[MESH]], [{"x"}, {"y"}]>, <@[[MESH]], [{"y"}, {}]>] out_shardings=[<@[[MESH]], [{"x"}, {}]>, <@[[MESH]], [{}, {"y"}]>, <@[[MESH]], [{"x"}, {"y"}]>, <@[[MESH]], [{"x"}, {"y"}]>, <@[[MESH]], [{"x"}, {"y"}]>, <@[[MESH]], [{"x"}, {"y"}]>] manual_axes={"x", "y"} (%[[BA0:.*]]: tensor<4x3xf64>, %[[BW0:.*]]: tensor<3x3xf64>)
+# CHECK: func.call @shmap_body_1(%[[BA0]], %[[BW0]])
+# CHECK: sdy.return
+# CHECK: (tensor<8x6xf64>, tensor<6x3xf64>) -> (tensor<8x3xf64>, tensor<8x6xf64>, tensor<8x6xf64>, tensor<4x6xf64>, tensor<4x12xf64>, tensor<8x6xf64>)
 # CHECK: func.func private @shmap_body_1(%[[BA:.*]]: tensor<4x3xf64>, %[[BW:.*]]: tensor<3x3xf64>)
 # CHECK: %[[D:.*]] = stablehlo.dot_general %[[BA]], %[[BW]]
 # CHECK: "stablehlo.all_reduce"(%[[D]]) <{channel_handle = #stablehlo.channel_handle<handle = 1, type = 1>, replica_groups = dense<{{\[\[}}0, 1], [2, 3]]> : tensor<2x2xi64>, use_global_device_ids}>
 # CHECK: stablehlo.add
-# CHECK: "stablehlo.all_gather"(%[[BA]]) <{all_gather_dim = 0 : i64, channel_handle = #stablehlo.channel_handle<handle = 2, type = 1>, replica_groups = dense<{{\[\[}}0, 2], [1, 3]]> : tensor<2x2xi64>, use_global_device_ids}> {mhlo.sharding = "{manual}"} : (tensor<4x3xf64>) -> tensor<8x3xf64>
+# CHECK: "stablehlo.all_gather"(%[[BA]]) <{all_gather_dim = 0 : i64, channel_handle = #stablehlo.channel_handle<handle = 2, type = 1>, replica_groups = dense<{{\[\[}}0, 2], [1, 3]]> : tensor<2x2xi64>, use_global_device_ids}> : (tensor<4x3xf64>) -> tensor<8x3xf64>
 # CHECK: "stablehlo.collective_permute"(%[[BA]]) <{channel_handle = #stablehlo.channel_handle<handle = 3, type = 1>, source_target_pairs = dense<{{\[\[}}0, 2], [2, 0], [1, 3], [3, 1]]> : tensor<4x2xi64>}>
 # CHECK: "stablehlo.reduce_scatter"(%[[BA]]) <{channel_handle = #stablehlo.channel_handle<handle = 4, type = 1>, replica_groups = dense<{{\[\[}}0, 1], [2, 3]]> : tensor<2x2xi64>, scatter_dimension = 0 : i64, use_global_device_ids}>
 # CHECK: (tensor<4x3xf64>) -> tensor<2x3xf64>
@@ -53,7 +53,7 @@ print(run.exe.partitioned_hlo())
 # CHECK: stablehlo.constant {{.*}}dense<[0, 1, 0, 1]> : tensor<4xi32>
 # CHECK: stablehlo.partition_id
 # CHECK: HloModule
-# CHECK: ENTRY {{.*}}(param: f64[4,3], param.1: f64[6,3]) -> (f64[4,3], f64[8,3], f64[4,3], f64[2,3], f64[2,6]
+# CHECK-DAG: ENTRY {{.*}}(param{{.*}}: f64[4,3], param{{.*}}: f64[6,3]) -> (f64[4,3], f64[8,3], f64[4,3], f64[2,3], f64[2,6]
 # CHECK-DAG: all-reduce(
 # CHECK-DAG: all-gather(
 # CHECK-DAG: collective-permute(

@@ -1,28 +1,39 @@
 """Lowering of ``shard_map`` (``parallel/shard_map_rules.py`` registers it).
 
 In a program partitioned over exactly the mesh's devices (``lowering.manual.partitioned_over``)
-and with static shapes, the per-device body is lowered in a manual-sharding region, as XLA's
-SPMD partitioner expects it: each operand is annotated with its sharding
-(``custom_call @Sharding``) and cut to the device's block (``@SPMDFullToShardShape``, sharding
-``{manual}``); the body runs on blocks, its collectives lowered to StableHLO collectives
-(``lowering/collectives.py``); each result is marked ``{manual}`` and put back together
-(``@SPMDShardToFullShape``, with the result's sharding). Everywhere else (one device, sizes
-still dynamic, a mesh over other devices, a shard_map inside another's body, a mesh axis
-not mapped) the whole-array program is lowered in place: the same values.
+and with static shapes, the per-device body is lowered in a Shardy manual computation
+(``sdy.manual_computation`` over every mesh axis, on the mesh as an ``sdy.mesh`` of the
+module): its operands enter split as their specs say, the body runs on blocks (a private
+function of the module, called in the region), its collectives lowered to StableHLO
+collectives (``lowering/collectives.py``), and the results leave put back together as their
+specs say. Everywhere else (one device, sizes still dynamic, a mesh over other devices, a
+shard_map inside another's body, a mesh axis not mapped) the whole-array program is lowered
+in place: the same values.
 """
 from __future__ import annotations
 
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import func
-from jaxlib.mlir.dialects import stablehlo as hlo
+
+from mlir_passes.sdy import ensure_mesh, mesh_text
 
 from .manual import ManualMesh, program_devices
 
 
-def _annotated(ctx, target, x, result_type, sharding):
-    op = hlo.CustomCallOp([result_type], [x], target, has_side_effect=False)
-    op.attributes["mhlo.sharding"] = ir.StringAttr.get(sharding)
-    return op.results[0]
+def _sdy_mesh(ctx, mesh, manual) -> str:
+    """The ``sdy.mesh`` symbol of ``mesh`` (its devices by partition position)."""
+    axes = [(n, mesh.shape[n]) for n in mesh.axis_names]
+    return ensure_mesh(ctx.module.operation, mesh_text(axes, manual.positions.reshape(-1)))
+
+
+def _per_value(name, specs, ranks) -> ir.Attribute:
+    """``#sdy.sharding_per_value`` of values split as ``specs`` on mesh symbol ``name``."""
+    rows = []
+    for spec, rank in zip(specs, ranks):
+        dims = ", ".join("{" + ", ".join(f'"{a}"' for a in (spec._names(d) if d < len(spec) else ())) + "}"
+                         for d in range(rank))
+        rows.append(f"<@{name}, [{dims}]>")
+    return ir.Attribute.parse("#sdy.sharding_per_value<[" + ", ".join(rows) + "]>")
 
 
 def _call_body(ctx, body, blocks, manual):
@@ -41,22 +52,8 @@ def _call_body(ctx, body, blocks, manual):
         inner.manual = manual
         outs = inner.lower_jaxpr(body, list(entry.arguments))
         func.ReturnOp([inner.cast(o, t) for o, t in zip(outs, out_types)])
-    _mark_manual(list(entry.operations))
     call = func.CallOp(out_types, ir.FlatSymbolRefAttr.get(name), blocks)
-    _mark_manual([call])
     return list(call.results)
-
-
-def _mark_manual(ops) -> None:
-    """Give every operation of the body the ``{manual}`` sharding: the partitioner leaves them
-    as they are (without it, a value the body makes from nothing, an iota or a constant,
-    would be given a sharding of its own, which XLA cannot mix with manual ones)."""
-    for op in ops:
-        n = len(op.results)
-        if n == 0:
-            continue
-        text = "{manual}" if n == 1 else "{" + ", ".join(["{manual}"] * n) + "}"
-        op.attributes["mhlo.sharding"] = ir.StringAttr.get(text)
 
 
 def _per_device(eqn, mesh, mapped):
@@ -76,17 +73,18 @@ def lower_shard_map(ctx, eqn, *args, jaxpr, body, body_inputs, in_specs, out_spe
     devices = _per_device(eqn, mesh, mapped) if ctx.manual is None else None
     if devices is None:
         return ctx.lower_jaxpr(jaxpr, list(args))
-    from ..parallel.sharding import NamedSharding
-    blocks = []
-    for i, spec, v in zip(body_inputs, in_specs, body.invars):
-        aval = eqn.invars[i].aval
-        whole = NamedSharding(mesh, spec).layout(len(aval.shape)).hlo(devices)
-        x = _annotated(ctx, "Sharding", args[i], ctx.ir_type(aval), whole)
-        blocks.append(_annotated(ctx, "SPMDFullToShardShape", x, ctx.ir_type(v.aval), "{manual}"))
-    outs = _call_body(ctx, body, blocks, ManualMesh(mesh.axis_names, mesh.device_ids, devices))
-    results = []
-    for o, spec, v, w in zip(outs, out_specs, body.outvars, eqn.outvars):
-        o = _annotated(ctx, "Sharding", o, ctx.ir_type(v.aval), "{manual}")
-        whole = NamedSharding(mesh, spec).layout(len(w.aval.shape)).hlo(devices)
-        results.append(_annotated(ctx, "SPMDShardToFullShape", o, ctx.ir_type(w.aval), whole))
-    return results
+    manual = ManualMesh(mesh.axis_names, mesh.device_ids, devices)
+    name = _sdy_mesh(ctx, mesh, manual)
+    operands = [args[i] for i in body_inputs]
+    axes = ", ".join(f'"{n}"' for n in mesh.axis_names)
+    op = ir.Operation.create(
+        "sdy.manual_computation", results=[ctx.ir_type(w.aval) for w in eqn.outvars], operands=operands,
+        attributes={"in_shardings": _per_value(name, in_specs, [len(eqn.invars[i].aval.shape) for i in body_inputs]),
+                    "out_shardings": _per_value(name, out_specs, [len(w.aval.shape) for w in eqn.outvars]),
+                    "manual_axes": ir.Attribute.parse(f"#sdy<manual_axes{{{axes}}}>")},
+        regions=1)
+    region = op.regions[0].blocks.append(*[ctx.ir_type(v.aval) for v in body.invars])
+    with ir.InsertionPoint(region):
+        outs = _call_body(ctx, body, list(region.arguments), manual)
+        ir.Operation.create("sdy.return", operands=outs)
+    return list(op.results)
