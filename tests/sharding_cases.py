@@ -381,8 +381,8 @@ def shard_map_tuple_axes_dynamic_split_and_derivatives():
 @case
 def shard_map_tuple_axis_collectives_are_one_collective():
     """A collective over a tuple of mesh axes is ONE collective over the product groups, its
-    members ordered first name major (("y", "x") too): values against jax's shard_map and
-    the vmap interpretation; static rows and dynamic ones (8, 16)."""
+    members ordered first name major (("y", "x") too; ppermute's pairs are linear indices):
+    values against jax's shard_map and the vmap interpretation; dynamic rows (8, 16)."""
     import jax
     from jax.sharding import PartitionSpec as JP
     jax.config.update("jax_enable_x64", True)
@@ -397,10 +397,11 @@ def shard_map_tuple_axis_collectives_are_one_collective():
                     L.psum_scatter(blk.T, ("x", "y")),
                     L.all_to_all(blk, ("x", "y"), 1, 0, tiled=True),
                     L.all_to_all(blk, ("y", "x"), 1, 1),
-                    blk + L.axis_index(("y", "x")), L.pmean(blk, ("x", "y")))
+                    blk + L.axis_index(("y", "x")), L.pmean(blk, ("x", "y")),
+                    L.ppermute(blk, ("x", "y"), [(0, 3), (3, 1), (1, 0)]), L.ppermute(blk, ("y", "x"), [(1, 2), (2, 1)]))
         return f
     rows, cols_yx, cols_xy = ("x", "y"), (None, ("y", "x")), (None, ("x", "y"))
-    outs = [(), (), (), (), cols_yx, (("x", "y"),), cols_xy, ("x", "y"), ("x", "y"), ()]
+    outs = [(), (), (), (), cols_yx, (("x", "y"),), cols_xy, ("x", "y"), ("x", "y"), (), ("x", "y"), ("x", "y")]
     f = dynjax.shard_map(body(dynjax.lax), mesh=mesh, in_specs=P(*rows), out_specs=tuple(P(*o) for o in outs))
     jf = jax.jit(jax.shard_map(body(jax.lax), mesh=jmesh, in_specs=JP(*rows), out_specs=tuple(JP(*o) for o in outs),
                                check_vma=False))
@@ -416,7 +417,8 @@ def shard_map_tuple_axis_collectives_are_one_collective():
         blocks = a.reshape(2, n // 2, 2, 4).transpose(0, 2, 1, 3)      # [x, y] -> block
         np.testing.assert_allclose(got[0], blocks.sum((0, 1)), rtol=1e-13)
         np.testing.assert_array_equal(got[3], blocks.transpose(1, 0, 2, 3).reshape(4, n // 2, 4))
-    hlo = _assert_per_device(g, "all-reduce", "all-gather", "reduce-scatter", "all-to-all", "partition-id")
+    hlo = _assert_per_device(g, "all-reduce", "all-gather", "reduce-scatter", "all-to-all", "partition-id",
+                             "collective-permute")
     # one collective per call: no all-reduce over pairs of devices
     # one collective per call, over all four devices (ordered y-major for ("y", "x")); the
     # only collectives over pairs are XLA's all-gathers that lay out the whole results

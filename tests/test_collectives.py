@@ -99,6 +99,21 @@ def test_all_to_all_over_two_names_matches_jax(tiled, split, concat, names):
     np.testing.assert_array_equal(run(lax, dynjax.vmap), np.asarray(run(jlax, jax.vmap)))
 
 
+@pytest.mark.parametrize("names", [("i", "j"), ("j", "i")])
+def test_ppermute_over_two_names_uses_linear_indices(names):
+    """Pairs of linear indices over the names, the first major; members receiving nothing
+    get zeros (jax's vmap rule refuses a partial permutation; numpy is the oracle)."""
+    xs = RNG.standard_normal((2, 3, 2))
+    perm = [(0, 5), (5, 1), (1, 0), (3, 2)]
+    got = dynjax.vmap(dynjax.vmap(lambda r: lax.ppermute(r, names, perm), axis_name="j"), axis_name="i")(xs)
+    members = xs if names == ("i", "j") else xs.transpose(1, 0, 2)
+    flat, want = members.reshape(6, 2), np.zeros((6, 2))
+    for src, dst in perm:
+        want[dst] = flat[src]
+    want = want.reshape(members.shape)
+    np.testing.assert_array_equal(got, want if names == ("i", "j") else want.transpose(1, 0, 2))
+
+
 def test_a_partial_permutation_leaves_zeros():
     """JAX's documented ppermute semantics (its vmap rule asserts a full permutation)."""
     xs = RNG.standard_normal((4, 2))

@@ -193,6 +193,8 @@ def expand(prim, x, names, **params):
         return x
     if prim is all_to_all_p:
         return _all_to_all_expanded(x, names, **params)
+    if prim is ppermute_p:
+        return _ppermute_expanded(x, names, params["perm"])
     if prim is axis_index_p:
         index = None
         for n in names:
@@ -206,6 +208,25 @@ def expand(prim, x, names, **params):
                 index = lax.add(lax.mul(index, width), mine)
         return index
     raise NotImplementedError(f"{prim.name} over several axis names")
+
+
+def _ppermute_expanded(x, names, perm):
+    """ppermute over several names: every member's value gathered over them, each member
+    then takes its source's (zeros when it receives nothing)."""
+    from . import api as lax
+    total = int(np.prod([_static_size(named_axes.binder(n)[1], "ppermute over several axis names")
+                         for n in names]))
+    source, receives = np.zeros(total, np.int32), np.zeros(total, bool)
+    for src, dst in perm:
+        source[dst], receives[dst] = src, True
+    everyone = expand(all_gather_p, x, names, axis=0, tiled=False)      # (members, ...)
+    me = expand(axis_index_p, None, names)
+    pick = lax.dynamic_slice(source, (me,), (1,))
+    shape = tuple(aval(everyone).shape[1:])
+    mine = lax.reshape(lax.dynamic_slice(everyone, (lax.reshape(pick, ()),) + (np.int32(0),) * len(shape),
+                                         (1,) + shape), shape)
+    gets = lax.broadcast_in_dim(lax.reshape(lax.dynamic_slice(receives, (me,), (1,)), ()), shape, ())
+    return lax.select(gets, mine, lax.broadcast_in_dim(np.zeros((), aval(x).dtype), shape, ()))
 
 
 def _all_to_all_expanded(x, names, *, split_axis, concat_axis, tiled):
@@ -385,15 +406,14 @@ def _check_perm(perm, who) -> Tuple[Tuple[int, int], ...]:
 
 def ppermute(x, axis_name, perm: Sequence[Tuple[int, int]]):
     """Member ``d`` receives the ``x`` of member ``s`` for every pair ``(s, d)`` of ``perm``;
-    a member that receives nothing gets zeros."""
+    a member that receives nothing gets zeros (over a tuple of names, members are numbered
+    by their linear index, the first name major)."""
     names = _names(axis_name)
-    if len(names) != 1:
-        raise NotImplementedError("ppermute over several axis names")
     pairs = _check_perm(perm, "ppermute")
-    _, size = named_axes.binder(names[0])
+    size = _size_of(names)
     if isinstance(size, (int, np.integer)) and any(i >= size for p in pairs for i in p):
         raise ValueError(f"ppermute: perm {list(pairs)} names a member beyond the axis size {int(size)}")
-    return _leafwise(lambda v: bind_one(ppermute_p, v, names[0], perm=pairs), x)
+    return _leafwise(lambda v: collective(ppermute_p, v, names, perm=pairs), x)
 
 
 def pshuffle(x, axis_name, perm: Sequence[int]):
