@@ -29,7 +29,7 @@ MODULES = [
 _IO = "I/O and printing are outside traced code: use numpy on the inputs and results"
 _NARROW = "4- and 8-bit float and sub-byte integer types: dynjax computes with 8- to 64-bit types only"
 _COLLECTIVE = ("a collective dynjax does not offer yet (dynjax's collectives act under "
-               "vmap(axis_name=...); shard_map and pmap are not there yet)")
+               "vmap(axis_name=...) and in shard_map; pmap is not there yet)")
 _PRIMITIVE = ("a JAX primitive object: dynjax's primitives are dynjax.lax.primitives.*_p, with their own "
               "names and rules")
 _SHARDING = "a placement primitive of JAX's runtime: dynjax places arrays with device_put(x, sharding) and sharded qjit calls"

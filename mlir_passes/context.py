@@ -12,7 +12,7 @@ import os
 import threading
 
 from jaxlib.mlir import ir, passmanager
-from jaxlib.mlir.dialects import chlo, stablehlo
+from jaxlib.mlir.dialects import chlo, sdy, stablehlo
 from jaxlib.mlir._mlir_libs import _jax_mlir_ext
 
 __all__ = ["make_context", "get_context", "run_pipeline", "register_passes"]
@@ -50,7 +50,7 @@ def register_passes() -> None:
 
 
 def make_context() -> ir.Context:
-    """Return a new ``ir.Context`` with func/arith/scf/tensor/... plus stablehlo and chlo loaded."""
+    """Return a new ``ir.Context`` with func/arith/scf/tensor/... plus stablehlo, chlo and sdy loaded."""
     register_passes()
     ctx = ir.Context()
     registry = ir.DialectRegistry()
@@ -61,6 +61,7 @@ def make_context() -> ir.Context:
     ctx.load_all_available_dialects()
     stablehlo.register_dialect(ctx)
     chlo.register_dialect(ctx)
+    sdy.register_dialect(ctx)   # Shardy's meshes and shardings (partitioned programs)
     return ctx
 
 

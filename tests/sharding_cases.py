@@ -228,7 +228,309 @@ def shard_map_in_a_sharded_qjit_with_dynamic_rows():
         x = rng.standard_normal((n, 6))
         np.testing.assert_allclose(f(x, w), x @ w, rtol=1e-12, atol=1e-14)
     assert f.traces == 1
-    raises(ValueError, f, rng.standard_normal((5, 6)), w, match="reshape")
+    raises(ValueError, f, rng.standard_normal((5, 6)), w, match="does not split into 2 blocks")
+
+
+def _run_both(f, in_shardings, args, abstracted_axes):
+    """``f`` (a shard_map) run eagerly (its vmap interpretation) and in a sharded qjit."""
+    g = dynjax.qjit(f, abstracted_axes=abstracted_axes, in_shardings=in_shardings)
+    return f(*args), g(*args), g
+
+
+def _assert_per_device(g, *ops):
+    """The sharded qjit's last program: a Shardy manual computation, the given collectives
+    in the partitioned HLO."""
+    run = g._last.sharded.last_run
+    assert "sdy.manual_computation" in run.exe.text, run.exe.text[:3000]
+    hlo = run.exe.partitioned_hlo()
+    for op in ops:
+        assert op in hlo, (op, hlo[:4000])
+    return hlo
+
+
+@case
+def shard_map_lowers_every_collective():
+    """Every collective in a per-device program on a mesh of 4: the dynamic batch rows whole
+    (sizes 1, 8, 13), the columns split; values equal the vmap interpretation and numpy,
+    and the partitioned program holds XLA's collectives and the per-device block shape."""
+    mesh = dynjax.make_mesh((4,), ("i",))
+    L = dynjax.lax
+
+    def body(blk):
+        wide = jnp.concatenate([blk, blk], axis=1)              # (n, 8): a multiple of 4
+        return (L.psum(blk, "i"), L.pmax(blk, "i"), L.pmin(blk, "i"), L.pmean(blk, "i"),
+                L.all_gather(blk, "i", axis=1, tiled=True), L.all_gather(blk, "i"),
+                L.psum_scatter(wide, "i", scatter_dimension=1, tiled=True),
+                L.all_to_all(blk, "i", 1, 1, tiled=True),
+                L.ppermute(blk, "i", [(k, (k + 1) % 4) for k in range(4)]),
+                L.pshuffle(blk, "i", [3, 2, 1, 0]) * L.axis_index("i"), L.axis_size("i") * blk)
+    cols, whole = P(None, "i"), P()
+    f = dynjax.shard_map(body, mesh=mesh, in_specs=cols, out_specs=(whole, whole, whole, whole, whole, whole, cols,
+                                                                    cols, cols, cols, cols))
+    rng = np.random.default_rng(11)
+    for n in (1, 8, 13):
+        x = rng.standard_normal((n, 16))
+        eager, got, g = _run_both(f, NamedSharding(mesh, cols), (x,), ({0: "n"},))
+        for e, o in zip(eager, got):
+            np.testing.assert_allclose(o, e, rtol=1e-13, atol=1e-13)
+        blocks = x.reshape(n, 4, 4).transpose(1, 0, 2)          # device k's block
+        np.testing.assert_allclose(got[0], blocks.sum(0), rtol=1e-13)
+        np.testing.assert_array_equal(got[1], blocks.max(0))
+        np.testing.assert_array_equal(got[2], blocks.min(0))
+        np.testing.assert_array_equal(got[4], x)
+        np.testing.assert_array_equal(got[5], blocks)
+        np.testing.assert_allclose(got[6], np.concatenate([blocks.sum(0)] * 2, axis=1), rtol=1e-13)
+        np.testing.assert_array_equal(got[8], np.concatenate([blocks[(k - 1) % 4] for k in range(4)], axis=1))
+        np.testing.assert_array_equal(got[9], np.concatenate([blocks[3 - k] * k for k in range(4)], axis=1))
+    assert g.traces == 1
+    hlo = _assert_per_device(g, "all-reduce", "all-gather", "reduce-scatter", "all-to-all", "collective-permute",
+                             "partition-id")
+    assert "f64[16,4]" in hlo, hlo[:3000]     # a device's block: the padded rows, 4 of the 16 columns
+
+
+@case
+def shard_map_boolean_and_integer_collectives():
+    """JAX's dtypes per device as in the vmap interpretation: psum counts booleans (int32),
+    pmax / pmin of booleans are any / all, pmean of int8 is a float32, integers wrap."""
+    mesh = dynjax.make_mesh((4,), ("i",))
+    L = dynjax.lax
+
+    def body(b, k):
+        return (L.psum(b, "i"), L.pmax(b, "i"), L.pmin(b, "i"), L.all_gather(b, "i", axis=1, tiled=True),
+                L.psum(k, "i"), L.pmean(k, "i"), L.pmax(k, "i"))
+    cols, whole = P(None, "i"), P()
+    f = dynjax.shard_map(body, mesh=mesh, in_specs=(cols, cols), out_specs=(whole,) * 7)
+    rng = np.random.default_rng(13)
+    for n in (1, 5):
+        b = rng.integers(0, 2, (n, 8)).astype(bool)
+        k = rng.integers(-128, 128, (n, 8)).astype(np.int8)
+        eager, got, g = _run_both(f, (NamedSharding(mesh, cols),) * 2, (b, k), ({0: "n"}, {0: "n"}))
+        bb, kb = b.reshape(n, 4, 2).transpose(1, 0, 2), k.reshape(n, 4, 2).transpose(1, 0, 2)
+        total = kb.sum(0, dtype=np.int8)
+        want = (bb.sum(0, dtype=np.int32), bb.any(0), bb.all(0), b, total,
+                (total.astype(np.float32) / np.float32(4)), kb.max(0))
+        for e, o, w in zip(eager, got, want):
+            assert o.dtype == e.dtype == w.dtype, (o.dtype, e.dtype, w.dtype)
+            np.testing.assert_array_equal(o, w)
+            np.testing.assert_array_equal(e, w)
+    _assert_per_device(g, "all-reduce", "all-gather")
+
+
+@case
+def shard_map_tuple_axes_dynamic_split_and_derivatives():
+    """A (2, 2) mesh, rows split over both axes (dynamic: 8 and 16 rows), collectives over a
+    tuple of axis names; jvp (a per-device program too) and grad through the shard_map."""
+    mesh = dynjax.make_mesh((2, 2), ("x", "y"))
+    L = dynjax.lax
+    rows = P(("x", "y"))
+
+    def body(blk, w):
+        h = jnp.tanh(blk @ w)
+        return (L.psum(h.sum(axis=0), ("x", "y")), L.all_gather(h, ("x", "y"), tiled=True),
+                h - L.pmean(h.mean(axis=0), ("x", "y")) + L.axis_index(("x", "y")),
+                L.ppermute(h, "y", [(0, 1), (1, 0)]) + L.psum(h, "x"))
+    f = dynjax.shard_map(body, mesh=mesh, in_specs=(rows, P()), out_specs=(P(), P(), rows, rows))
+    rng = np.random.default_rng(12)
+    w = rng.standard_normal((3, 2))
+    for n in (8, 16):
+        x = rng.standard_normal((n, 3))
+        eager, got, g = _run_both(f, (NamedSharding(mesh, rows), None), (x, w), ({0: "n"}, {}))
+        for e, o in zip(eager, got):
+            np.testing.assert_allclose(o, e, rtol=1e-13, atol=1e-13)
+        h = np.tanh(x @ w)
+        np.testing.assert_allclose(got[0], h.sum(0), rtol=1e-12)
+        np.testing.assert_allclose(got[1], h, rtol=1e-13)
+        member = np.repeat(np.arange(4), n // 4)[:, None]
+        np.testing.assert_allclose(got[2], h - h.mean(0) + member, rtol=1e-12, atol=1e-13)
+    _assert_per_device(g, "all-reduce", "all-gather", "collective-permute")
+
+    def loss(x, w):
+        return (f(x, w)[0] ** 2).sum() + (f(x, w)[3] * x[:, :1]).sum()
+
+    def loss_np(x, w):
+        h = np.tanh(x @ w)
+        hb = h.reshape(2, 2, -1, 2)
+        swapped = hb[:, ::-1].reshape(h.shape)
+        summed = np.concatenate([hb.sum(0)] * 2).reshape(h.shape)
+        return (h.sum(0) ** 2).sum() + ((swapped + summed) * x[:, :1]).sum()
+    sharded = (NamedSharding(mesh, rows), None)
+    jv = dynjax.qjit(lambda x, w, t: dynjax.jvp(f, (x, w), (t, jnp.zeros_like(w)))[1][0],
+                     abstracted_axes=({0: "n"}, {}, {0: "n"}), in_shardings=(rows_sh := sharded[0], None, rows_sh))
+    gr = dynjax.qjit(dynjax.grad(loss, argnums=(0, 1)), abstracted_axes=({0: "n"}, {}), in_shardings=sharded)
+    eps = 1e-6
+    for n in (8, 16):
+        x, t = rng.standard_normal((n, 3)), rng.standard_normal((n, 3))
+        h, dh = np.tanh(x @ w), (1 - np.tanh(x @ w) ** 2) * (t @ w)
+        np.testing.assert_allclose(jv(x, w, t), dh.sum(0), rtol=1e-12)
+        gx, gw = gr(x, w)
+        for (a, b) in [(0, 0), (n - 1, 2), (n // 2, 1)]:
+            xp, xm = x.copy(), x.copy()
+            xp[a, b] += eps
+            xm[a, b] -= eps
+            np.testing.assert_allclose(gx[a, b], (loss_np(xp, w) - loss_np(xm, w)) / (2 * eps), rtol=1e-6, atol=1e-7)
+        wp, wm = w.copy(), w.copy()
+        wp[1, 0] += eps
+        wm[1, 0] -= eps
+        np.testing.assert_allclose(gw[1, 0], (loss_np(x, wp) - loss_np(x, wm)) / (2 * eps), rtol=1e-6, atol=1e-7)
+    _assert_per_device(jv, "all-reduce")
+    # the gradient too: the transposes of psum and ppermute are XLA's collectives
+    _assert_per_device(gr, "all-reduce", "collective-permute")
+    assert jv.traces == 1 and gr.traces == 1
+
+
+@case
+def shard_map_tuple_axis_collectives_are_one_collective():
+    """A collective over a tuple of mesh axes is ONE collective over the product groups, its
+    members ordered first name major (("y", "x") too; ppermute's pairs are linear indices):
+    values against jax's shard_map and the vmap interpretation; dynamic rows (8, 16)."""
+    import jax
+    from jax.sharding import PartitionSpec as JP
+    jax.config.update("jax_enable_x64", True)
+    mesh = dynjax.make_mesh((2, 2), ("x", "y"))
+    jmesh = jax.sharding.Mesh(np.array(jax.devices()).reshape(2, 2), ("x", "y"))
+
+    def body(L):
+        def f(blk):                                      # blk: (n/2, 4)
+            return (L.psum(blk, ("x", "y")), L.pmax(blk, ("y", "x")),
+                    L.all_gather(blk, ("x", "y"), axis=1, tiled=True), L.all_gather(blk, ("y", "x")),
+                    L.psum_scatter(blk, ("y", "x"), scatter_dimension=1, tiled=True),
+                    L.psum_scatter(blk.T, ("x", "y")),
+                    L.all_to_all(blk, ("x", "y"), 1, 0, tiled=True),
+                    L.all_to_all(blk, ("y", "x"), 1, 1),
+                    blk + L.axis_index(("y", "x")), L.pmean(blk, ("x", "y")),
+                    L.ppermute(blk, ("x", "y"), [(0, 3), (3, 1), (1, 0)]), L.ppermute(blk, ("y", "x"), [(1, 2), (2, 1)]))
+        return f
+    rows, cols_yx, cols_xy = ("x", "y"), (None, ("y", "x")), (None, ("x", "y"))
+    outs = [(), (), (), (), cols_yx, (("x", "y"),), cols_xy, ("x", "y"), ("x", "y"), (), ("x", "y"), ("x", "y")]
+    f = dynjax.shard_map(body(dynjax.lax), mesh=mesh, in_specs=P(*rows), out_specs=tuple(P(*o) for o in outs))
+    jf = jax.jit(jax.shard_map(body(jax.lax), mesh=jmesh, in_specs=JP(*rows), out_specs=tuple(JP(*o) for o in outs),
+                               check_vma=False))
+    rng = np.random.default_rng(17)
+    for n in (8, 16):
+        a = rng.standard_normal((n, 8))
+        want = jf(a)
+        eager, got, g = _run_both(f, NamedSharding(mesh, P(*rows)), (a,), ({0: "n"},))
+        for k, (e, o, w) in enumerate(zip(eager, got, want)):
+            assert o.shape == e.shape == w.shape, (k, o.shape, e.shape, w.shape)
+            np.testing.assert_allclose(e, np.asarray(w), rtol=1e-13, atol=1e-13, err_msg=str(k))
+            np.testing.assert_allclose(o, np.asarray(w), rtol=1e-13, atol=1e-13, err_msg=str(k))
+        blocks = a.reshape(2, n // 2, 2, 4).transpose(0, 2, 1, 3)      # [x, y] -> block
+        np.testing.assert_allclose(got[0], blocks.sum((0, 1)), rtol=1e-13)
+        np.testing.assert_array_equal(got[3], blocks.transpose(1, 0, 2, 3).reshape(4, n // 2, 4))
+    hlo = _assert_per_device(g, "all-reduce", "all-gather", "reduce-scatter", "all-to-all", "partition-id",
+                             "collective-permute")
+    # one collective per call: no all-reduce over pairs of devices
+    # one collective per call, over all four devices (ordered y-major for ("y", "x")); the
+    # only collectives over pairs are XLA's all-gathers that lay out the whole results
+    import re
+    groups = {}
+    ops = r"= [^=]*? (all-reduce|reduce-scatter|all-to-all|all-gather)\(.*?replica_groups=(\{[^ ]*\}),"
+    for op, grp in re.findall(ops, hlo):
+        groups.setdefault(op, set()).add(grp)
+    assert groups["all-reduce"] == groups["reduce-scatter"] == groups["all-to-all"] == \
+        {"{{0,1,2,3}}", "{{0,2,1,3}}"}, groups
+    assert {"{{0,1,2,3}}", "{{0,2,1,3}}"} <= groups["all-gather"], groups
+
+
+@case
+def shard_map_grad_is_per_device():
+    """grad through a shard_map in a sharded qjit: the known and linear parts and the
+    transpose are per-device programs (all_gather transposes into reduce_scatter, ppermute
+    into the inverse permutation, a replicated argument's cotangent is psum-ed, a replicated
+    result's cotangent shared among its copies); numpy's finite differences agree."""
+    mesh = dynjax.make_mesh((4,), ("d",))
+    L = dynjax.lax
+    f = dynjax.shard_map(lambda b, w: (L.psum(jnp.tanh(b * w).sum(), "d"),
+                                       L.ppermute(b, "d", [(k, (k + 1) % 4) for k in range(4)]) * w,
+                                       L.all_gather(b * w, "d", tiled=True)),
+                         mesh=mesh, in_specs=(P("d"), P()), out_specs=(P(), P("d"), P()))
+
+    def loss(x, w):
+        a, b, c = f(x, w)
+        return a ** 2 + (b * x).sum() + (c ** 2).sum()
+
+    def loss_np(x, w):
+        blocks = x.reshape(4, -1, 3)
+        b = np.concatenate([blocks[(k - 1) % 4] for k in range(4)]) * w
+        return np.tanh(x * w).sum() ** 2 + (b * x).sum() + ((x * w) ** 2).sum()
+    g = dynjax.qjit(dynjax.grad(loss, argnums=(0, 1)), abstracted_axes=({0: "n"}, {}),
+                    in_shardings=(NamedSharding(mesh, P("d")), None))
+    rng = np.random.default_rng(15)
+    w = rng.standard_normal((3,))
+    eps = 1e-6
+    for n in (8, 12):
+        x = rng.standard_normal((n, 3))
+        gx, gw = g(x, w)
+        ex, ew = dynjax.grad(loss, argnums=(0, 1))(x, w)
+        np.testing.assert_allclose(gx, ex, rtol=1e-12)
+        np.testing.assert_allclose(gw, ew, rtol=1e-12)
+        for idx in [(0, 0), (n - 1, 2), (n // 2, 1)]:
+            xp, xm = x.copy(), x.copy()
+            xp[idx] += eps
+            xm[idx] -= eps
+            np.testing.assert_allclose(gx[idx], (loss_np(xp, w) - loss_np(xm, w)) / (2 * eps), rtol=1e-6, atol=1e-7)
+        wp, wm = w.copy(), w.copy()
+        wp[1] += eps
+        wm[1] -= eps
+        np.testing.assert_allclose(gw[1], (loss_np(x, wp) - loss_np(x, wm)) / (2 * eps), rtol=1e-6, atol=1e-7)
+    _assert_per_device(g, "all-reduce", "reduce-scatter", "collective-permute")
+    assert g.traces == 1
+
+
+@case
+def shard_map_scatter_and_all_to_all_along_dynamic_rows():
+    """psum_scatter and all_to_all along the dynamic rows a shard_map splits: the padded
+    per-device program lays the blocks out per device; the vmap interpretation's values."""
+    mesh = dynjax.make_mesh((4,), ("d",))
+    L = dynjax.lax
+
+    def body(b):
+        return (L.psum_scatter(b, "d", scatter_dimension=0, tiled=True), L.all_to_all(b, "d", 0, 0, tiled=True),
+                L.all_to_all(b, "d", 0, 1, tiled=True), L.all_to_all(b, "d", 1, 0, tiled=True))
+    f = dynjax.shard_map(body, mesh=mesh, in_specs=P("d"), out_specs=(P("d"),) * 4)
+    rng = np.random.default_rng(14)
+    for n in (16, 48):
+        x = rng.standard_normal((n, 8))
+        eager, got, g = _run_both(f, NamedSharding(mesh, P("d")), (x,), ({0: "n"},))
+        for e, o in zip(eager, got):
+            assert o.shape == e.shape, (o.shape, e.shape)
+            np.testing.assert_allclose(o, e, rtol=1e-13, atol=1e-13)
+        np.testing.assert_allclose(got[0], x.reshape(4, n // 4, 8).sum(0), rtol=1e-13)
+    _assert_per_device(g, "reduce-scatter", "all-to-all")
+
+
+@case
+def vmap_spmd_axis_name_splits_the_batch():
+    """vmap(spmd_axis_name=...) inside a sharded qjit (the mesh entered with `with mesh:`):
+    the batch axis of the batched program is split over the mesh axis (the per-device
+    matmul has a quarter of the padded batch; the constraint inside splits its batch axis
+    too); without it, or eagerly, the same values."""
+    import re
+    mesh = dynjax.make_mesh((4,), ("b",))
+    whole = NamedSharding(mesh, P())
+    rng = np.random.default_rng(13)
+    w = rng.standard_normal((64, 32))
+
+    def per_example(x, w):   # a constraint inside: replicated, but its batch axis split with spmd
+        return dynjax.lax.with_sharding_constraint(jnp.tanh(x @ w), whole).sum()
+    for spmd in (None, "b"):
+        with mesh:
+            f = dynjax.qjit(lambda x, w: dynjax.vmap(per_example, in_axes=(0, None), spmd_axis_name=spmd)(x, w),
+                            abstracted_axes=({0: "n"}, {}), in_shardings=(whole, whole))
+            for n in (1, 8, 13):
+                x = rng.standard_normal((n, 64))
+                np.testing.assert_allclose(f(x, w), np.tanh(x @ w).sum(1), rtol=1e-12)
+        run = f._last.sharded.last_run
+        blocks = set(re.findall(r"f64\[(\d+),32\]", run.exe.partitioned_hlo()))
+        assert ("4" in blocks) == (spmd is not None), (spmd, blocks)   # 16 padded rows over 4 devices
+        inner = re.findall(r'sdy.sharding_constraint %\d+ <@(\w+), \[([^]]*)\]> : tensor<16x32xf64>', run.exe.text)
+        meshes = dict(re.findall(r'sdy.mesh @(\w+) = (<[^>]*>)', run.exe.text))
+        assert [(meshes[m], dims) for m, dims in inner] == \
+            ([('<["a0"=4]>', '{"a0"}, {}')] if spmd else [('<["r"=4]>', "{}, {}")]), (spmd, inner, meshes)
+    eager = dynjax.vmap(per_example, in_axes=(0, None), spmd_axis_name="b")(x, w)
+    np.testing.assert_allclose(eager, np.tanh(x @ w).sum(1), rtol=1e-12)
+    with mesh:
+        raises(ValueError, dynjax.vmap(per_example, in_axes=(0, None), spmd_axis_name="z"), x, w, match="'z'")
 
 
 @case

@@ -87,6 +87,33 @@ def test_psum_scatter_over_two_names():
     np.testing.assert_allclose(got, want, rtol=1e-13)
 
 
+@pytest.mark.parametrize("tiled, split, concat, names", [(True, 0, 1, ("i", "j")), (True, 0, 0, ("i", "j")),
+                                                          (False, 0, 1, ("j", "i"))])
+def test_all_to_all_over_two_names_matches_jax(tiled, split, concat, names):
+    """The members are the product of the axes, the first name major (also ("j", "i"))."""
+    xs = RNG.standard_normal((2, 3, 12 if tiled else 6, 2))
+
+    def run(L, vmap):
+        member = lambda x: L.all_to_all(x, names, split, concat, tiled=tiled)   # noqa: E731
+        return vmap(vmap(member, axis_name="j"), axis_name="i")(xs)
+    np.testing.assert_array_equal(run(lax, dynjax.vmap), np.asarray(run(jlax, jax.vmap)))
+
+
+@pytest.mark.parametrize("names", [("i", "j"), ("j", "i")])
+def test_ppermute_over_two_names_uses_linear_indices(names):
+    """Pairs of linear indices over the names, the first major; members receiving nothing
+    get zeros (jax's vmap rule refuses a partial permutation; numpy is the oracle)."""
+    xs = RNG.standard_normal((2, 3, 2))
+    perm = [(0, 5), (5, 1), (1, 0), (3, 2)]
+    got = dynjax.vmap(dynjax.vmap(lambda r: lax.ppermute(r, names, perm), axis_name="j"), axis_name="i")(xs)
+    members = xs if names == ("i", "j") else xs.transpose(1, 0, 2)
+    flat, want = members.reshape(6, 2), np.zeros((6, 2))
+    for src, dst in perm:
+        want[dst] = flat[src]
+    want = want.reshape(members.shape)
+    np.testing.assert_array_equal(got, want if names == ("i", "j") else want.transpose(1, 0, 2))
+
+
 def test_a_partial_permutation_leaves_zeros():
     """JAX's documented ppermute semantics (its vmap rule asserts a full permutation)."""
     xs = RNG.standard_normal((4, 2))
@@ -177,6 +204,9 @@ def test_errors_as_jax():
         dynjax.vmap(lambda x: lax.pshuffle(x, "i", [0, 0, 1]), axis_name="i")(np.ones(3))
     with pytest.raises(ValueError, match="psum_scatter"):
         dynjax.vmap(lambda x: lax.psum_scatter(x, "i"), axis_name="i")(np.ones((3, 4)))
+    with pytest.raises(ValueError, match="all_to_all: split_axis 0 of length 5"):
+        dynjax.vmap(dynjax.vmap(lambda x: lax.all_to_all(x, ("i", "j"), 0, 0, tiled=True), axis_name="j"),
+                    axis_name="i")(np.ones((2, 2, 5)))
     assert dynjax.vmap(lambda x: lax.axis_size("i") * x, axis_name="i")(np.ones(4)).tolist() == [4.0] * 4
 
 
@@ -216,3 +246,36 @@ def test_differentiating_a_shape_changing_collective_on_a_dynamic_batch_says_why
                     abstracted_axes=({0: "n"},))
     with pytest.raises(NotImplementedError, match="dynamic size"):
         g(np.ones((3, 2)))
+
+
+INTEGER_PROGRAMS = {   # name -> fn(lax_module, x): the result dtypes of JAX's collectives
+    "psum": lambda L, x: L.psum(x, "i"),
+    "psum_tuple": lambda L, x: L.psum(x, ("i",)),
+    "pmean": lambda L, x: L.pmean(x, "i"),
+    "pmax": lambda L, x: L.pmax(x, "i"),
+    "pmin": lambda L, x: L.pmin(x, "i"),
+    "all_gather": lambda L, x: L.all_gather(x, "i", tiled=True),
+    "all_to_all": lambda L, x: L.all_to_all(x, "i", 0, 0, tiled=True),
+    "ppermute": lambda L, x: L.ppermute(x, "i", PERM),
+}
+
+
+@pytest.mark.parametrize("dtype", [np.bool_, np.int8, np.int64])
+@pytest.mark.parametrize("name", list(INTEGER_PROGRAMS))
+def test_boolean_and_integer_operands_as_jax(name, dtype):
+    """psum counts booleans (int32), pmean of integers is a float32 (float64 from 64-bit
+    integers), the others keep the dtype: eagerly, and compiled with a dynamic batch (jax
+    is the oracle, integer overflow included)."""
+    xs = (RNG.integers(0, 3, (3, 6)) > 0).astype(dtype) if dtype == np.bool_ else \
+        RNG.integers(0, 100, (3, 6)).astype(dtype)
+    want = jax.vmap(lambda x: INTEGER_PROGRAMS[name](jlax, x), axis_name="i")(xs)
+    f = dynjax.vmap(lambda x: INTEGER_PROGRAMS[name](lax, x), axis_name="i")
+    for how, got in (("eager", f(xs)), ("qjit", dynjax.qjit(f, abstracted_axes=({0: "n"},))(xs))):
+        assert got.dtype == want.dtype, (how, got.dtype, want.dtype)
+        # a mean is correctly rounded here; jax's may be one ulp off (float32)
+        np.testing.assert_allclose(got, np.asarray(want), rtol=1e-6, err_msg=how)
+
+
+def test_psum_scatter_of_booleans_is_a_type_error_as_in_jax():
+    with pytest.raises(TypeError, match="psum_scatter"):
+        dynjax.vmap(lambda x: lax.psum_scatter(x, "i"), axis_name="i")(np.ones((3, 3), bool))

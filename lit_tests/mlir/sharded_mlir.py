@@ -1,7 +1,7 @@
 # RUN: %PYTHON %s | filecheck %s
 # A sharded qjit over four CPU devices with a dynamic batch: the padded program (13 rows padded
-# to 16, a multiple of the 4 pieces) is annotated for XLA's SPMD partitioner (rows split over
-# the devices, the weights replicated) and the module says it runs on 4 partitions; the
+# to 16, a multiple of the 4 pieces) is annotated for XLA's Shardy partitioner (rows split
+# over the devices: a mesh of 4 for that layout; the weights replicated) and the module says it runs on 4 partitions; the
 # partitioned program XLA made takes a quarter of the rows on each device.
 import os
 os.environ["DYNJAX_NUM_CPU_DEVICES"] = "4"
@@ -23,7 +23,9 @@ print(run.exe.text)
 print(run.exe.partitioned_hlo())
 
 # CHECK: module attributes {mhlo.num_partitions = 4 : i32, mhlo.num_replicas = 1 : i32}
-# CHECK: func.func public @main(%arg0: tensor<i64> {mhlo.sharding = "{replicated}"}, %arg1: tensor<16x3xf64> {mhlo.sharding = "{devices=[4,1]0,1,2,3}"}, %arg2: tensor<3x2xf64> {mhlo.sharding = "{replicated}"}
+# CHECK-DAG: sdy.mesh @[[ROWS:.*]] = <["a0"=4]>
+# CHECK-DAG: sdy.mesh @[[ALL:.*]] = <["r"=4]>
+# CHECK: func.func public @main(%arg0: tensor<i64> {sdy.sharding = #sdy.sharding<@[[ALL]], []>}, %arg1: tensor<16x3xf64> {sdy.sharding = #sdy.sharding<@[[ROWS]], [{"a0"}, {}]>}, %arg2: tensor<3x2xf64> {sdy.sharding = #sdy.sharding<@[[ALL]], [{}, {}]>}
 # CHECK: stablehlo.dot_general
 # CHECK: HloModule
 # CHECK: ENTRY

@@ -41,6 +41,7 @@ class ShardedProgram:
         self.runs = BoundedCache(stats.cache_size, executables=True)
         self.usable = True
         self.last_run: Optional[PaddedRun] = None   # introspection only
+        self.checked: set = set()   # the tuples of sizes whose host checks passed
 
     def _bounds(self, args, in_layouts):
         """Each size input's bound: its bucket, rounded up to a multiple of the number of
@@ -70,6 +71,7 @@ class ShardedProgram:
             return None
         if any(int(args[i]) < 0 for i in self.sized):
             return None
+        self._check(args)
         try:
             bounds = self._bounds(args, in_layouts)
         except NotPaddable as e:
@@ -85,6 +87,18 @@ class ShardedProgram:
                       f"{[b for _, b in bounds]}")
         return run(args)
 
+    def _check(self, args):
+        """The host checks of sizes an exact compile makes (mismatched reshapes, a shard_map
+        block split unevenly...), once per distinct tuple of sizes."""
+        from .size_checks import check_sizes
+        values = tuple(int(args[i]) for i in self.sized)
+        if values in self.checked:
+            return
+        check_sizes(self.jaxpr, {id(self.jaxpr.invars[i]): v for i, v in zip(self.sized, values)},
+                    self.describe_input, {id(self.jaxpr.invars[i]): i for i in self.sized})
+        if len(self.checked) < 4096:
+            self.checked.add(values)
+
     def _unusable(self, e):
         self.usable = False
         reason = str(e)
@@ -93,6 +107,7 @@ class ShardedProgram:
 
     def _build(self, bounds, in_layouts, out_layouts, device_ids) -> PaddedRun:
         from ..lowering import module_text
+        from ..lowering.manual import partitioned_over
         from ..runtime.sharded import Layout, compile_sharded
         program = pad_jaxpr(self.jaxpr, self.consts, bounds)
         what = f"sharded over devices {list(device_ids)}" + (
@@ -100,7 +115,8 @@ class ShardedProgram:
             if self.sized else "")
         eqns = (lambda: compile_log.equations_text(compile_log.count_equations(program.closed.jaxpr)))
         with compile_log.step("lower", self.stats, what, sizes=eqns) as st:
-            text = module_text(program.closed)
+            with partitioned_over(device_ids):   # a shard_map lowers its per-device program
+                text = module_text(program.closed)
             st.sizes = compile_log.sizes_with_ops(eqns, text)
         self.stats.lowerings += 1
         n_extra = len(program.closed.jaxpr.invars) - len(self.jaxpr.invars)

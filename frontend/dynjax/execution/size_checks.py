@@ -124,6 +124,8 @@ def _check_shapes(eqn, size, top: bool) -> None:
         if None not in src and None not in dst and int(np.prod(src)) != int(np.prod(dst)):
             raise ValueError(f"cannot reshape an array of shape {tuple(src)} ({int(np.prod(src))} elements) "
                              f"into shape {tuple(dst)} ({int(np.prod(dst))} elements){_at(eqn)}")
+    elif eqn.primitive.name == "shard_map":
+        _check_blocks(eqn, size)
     elif eqn.primitive is dynamic_slice_p and top:
         src = [size(d) for d in eqn.invars[0].aval.shape]
         dst = [size(d) for d in eqn.outvars[0].aval.shape]
@@ -132,6 +134,19 @@ def _check_shapes(eqn, size, top: bool) -> None:
                 what = "an index into" if k == 1 else f"a slice of {k} elements of"
                 raise ValueError(f"{what} axis {ax} of an array of shape {tuple(src)}, which has only "
                                  f"{n} elements{_at(eqn)}")
+
+
+def _check_blocks(eqn, size) -> None:
+    """A dimension a ``shard_map`` splits in ``t`` blocks must be a multiple of ``t``."""
+    p = eqn.params
+    for i, spec in zip(p["body_inputs"], p["in_specs"]):
+        for d, dim in enumerate(eqn.invars[i].aval.shape):
+            names = spec._names(d)
+            t = int(np.prod([p["mesh"].shape[n] for n in names])) if names else 1
+            n = size(dim)
+            if t > 1 and n is not None and n % t:
+                raise ValueError(f"shard_map: dimension {d} of length {n} does not split into {t} blocks "
+                                 f"over mesh axes {names}{_at(eqn)}")
 
 
 def _check_bytes(eqn, size) -> None:

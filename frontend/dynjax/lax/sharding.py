@@ -3,8 +3,9 @@
 ``sharding_constraint[tiles, devices, replicas] x`` is ``x``; in a program partitioned over
 devices it tells XLA's partitioner how to lay ``x`` out there (``tiles`` pieces per
 dimension, ``devices`` the positions, among the program's devices, holding the pieces in
-order, each piece on ``replicas`` devices). It lowers to the ``stablehlo.custom_call
-@Sharding`` that carries XLA's sharding annotation (which a one-device program ignores).
+order, each piece on ``replicas`` devices). It lowers to Shardy's
+``sdy.sharding_constraint`` in a partitioned program (``lowering/sharding.py``), to nothing
+in a one-device program.
 ``dynjax.with_sharding_constraint`` (``parallel/constraints.py``) binds it.
 """
 from __future__ import annotations
@@ -29,10 +30,3 @@ def _abstract(x, *, tiles, devices, replicas):
 sharding_constraint_p = define("sharding_constraint", _impl, _abstract)
 
 
-def hlo_sharding(tiles, devices, replicas) -> str:
-    """XLA's HloSharding text of a ``sharding_constraint``'s params."""
-    if all(t == 1 for t in tiles):
-        return "{replicated}"
-    dims = list(tiles) + ([replicas] if replicas > 1 else [])
-    last = " last_tile_dim_replicate" if replicas > 1 else ""
-    return "{devices=[" + ",".join(map(str, dims)) + "]" + ",".join(map(str, devices)) + last + "}"

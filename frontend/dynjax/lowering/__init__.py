@@ -28,6 +28,6 @@ from . import fft as _fft_lowering  # noqa: E402,F401  (registers the stablehlo.
 from . import bits  # noqa: F401  (registers the lowerings of dynjax.lax.bits)
 from . import prng  # noqa: F401  (registers the threefry2x32 lowering)
 from . import barrier  # noqa: F401  (registers the optimization_barrier lowering)
-from . import collectives as _collectives  # noqa: F401  (psum, ...: only under vmap)
+from . import collectives as _collectives  # noqa: F401  (psum, ...: in a shard_map's per-device body)
 from . import reduce_window as _reduce_window_lowering  # noqa: E402,F401  (stablehlo.reduce_window)
 from . import sharding as _sharding  # noqa: F401  (registers the sharding_constraint lowering)

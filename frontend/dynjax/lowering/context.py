@@ -85,6 +85,9 @@ class LoweringContext:
         self.module = module
         self.parent = parent
         self.env: Dict[int, ir.Value] = {}
+        # the mesh of the per-device program being lowered (a ``shard_map`` body in a
+        # partitioned program: ``lowering/manual.py``), inherited by nested scopes
+        self.manual = parent.manual if parent is not None else None
 
     # -- scopes --------------------------------------------------------------------------------
     def nested(self) -> "LoweringContext":

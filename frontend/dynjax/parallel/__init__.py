@@ -5,8 +5,11 @@ in_shardings=...)``), and the device inventory (``dynjax.devices()``).
 * ``sharding.py`` — ``Mesh``, ``make_mesh``, ``PartitionSpec``, ``NamedSharding``,
   ``SingleDeviceSharding``: how an array is laid out over devices.
 * ``arrays.py``   — ``ShardedArray``: what ``device_put(x, sharding)`` returns.
-* ``shard_map.py`` — ``shard_map``: a per-device function mapped over a mesh (nested vmaps
-  named after the mesh axes, so the collectives of ``lax`` act across devices).
+* ``shard_map.py`` — ``shard_map``: a per-device function mapped over a mesh, one equation
+  holding the per-device body (lowered as the per-device program of a partitioned program,
+  its collectives as XLA's) and the whole-array program (nested vmaps named after the mesh
+  axes); ``shard_map_rules.py`` its primitive and rules, ``shard_map_ad.py`` its
+  linearization and transpose as per-device programs.
 
 Compiling and running a partitioned program is ``execution/sharded_runs.py`` (over
 ``runtime/sharded.py``, which drives XLA's SPMD partitioner).

@@ -61,6 +61,12 @@ class Layout:
         last = " last_tile_dim_replicate" if self.replicas > 1 else ""
         return "{devices=[" + ",".join(map(str, dims)) + "]" + ids + last + "}"
 
+    def positions(self, device_ids: Sequence[int]):
+        """``(tiles, grid)`` with the grid's device ids replaced by their positions among
+        ``device_ids`` (partition numbers): what a module's sharding annotations name."""
+        position = {int(d): k for k, d in enumerate(device_ids)}
+        return self.tiles, np.vectorize(lambda d: position[int(d)], otypes=[np.int64])(self.grid)
+
     def piece_of(self, shape: Sequence[int]) -> dict:
         """Device id -> the index (a tuple of slices) of the piece of an array of ``shape``
         it holds. A dimension of length ``n`` in ``t`` pieces is cut in pieces of
@@ -186,6 +192,7 @@ def compile_sharded(static_module, in_layouts: Sequence[Optional[Layout]], out_l
     opts.num_replicas = 1
     build = opts.executable_build_options
     build.use_spmd_partitioning = True
+    build.use_shardy_partitioner = True
     build.allow_spmd_sharding_propagation_to_output = [lay is None for lay in out_layouts]
     opts.device_assignment = _xc.DeviceAssignment.create(np.asarray([list(device_ids)], np.int64))
     by_id = {d.id: d for d in _xla.all_devices()}
@@ -207,8 +214,9 @@ def sharded_text(static_module, in_layouts: Sequence[Optional[Layout]], out_layo
     """The module :func:`compile_sharded` compiles: ``static_module`` annotated with the
     layouts (None: left to XLA) for a program on ``device_ids``."""
     from mlir_passes.shardings import annotate_shardings
-    return annotate_shardings(static_module, [lay.hlo(device_ids) if lay is not None else None for lay in in_layouts],
-                              [lay.hlo(device_ids) if lay is not None else None for lay in out_layouts],
+    return annotate_shardings(static_module, [lay.positions(device_ids) if lay is not None else None
+                                              for lay in in_layouts],
+                              [lay.positions(device_ids) if lay is not None else None for lay in out_layouts],
                               len(device_ids))
 
 

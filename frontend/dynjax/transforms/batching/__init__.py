@@ -83,6 +83,7 @@ class BatchTrace(Trace):
         super().__init__(level)
         self.size = size
         self.axis_name = axis_name   # the name collectives call this axis (vmap(axis_name=))
+        self.spmd = None             # (mesh, axis names) the batch axis is split over (spmd_axis_name)
 
     def pure(self, val):
         return BatchTracer(self, val, None)
@@ -597,12 +598,14 @@ _register_control_flow()
 # ----------------------------------------------------------------------------------------------
 # The entry point of the interpreter (the user-level ``vmap`` is in ``axes.py``)
 # ----------------------------------------------------------------------------------------------
-def vmap_flat(fun, size, vals: Sequence[Any], dims: Sequence[Any], axis_name=None):
+def vmap_flat(fun, size, vals: Sequence[Any], dims: Sequence[Any], axis_name=None, spmd=None):
     """Run ``fun`` on batches: ``vals[i]`` has its batch axis at ``dims[i]`` (None: shared);
-    collectives over ``axis_name`` act across the batch. Returns ``(out_leaves, out_dims,
-    out_tree)``."""
+    collectives over ``axis_name`` act across the batch; ``spmd`` (a mesh and axis names)
+    splits the batch axis of the sharding constraints inside over those mesh axes. Returns
+    ``(out_leaves, out_dims, out_tree)``."""
     with new_trace(BatchTrace(next_level(), size, axis_name)) as trace, \
             named_axes.binding(axis_name, trace, size):
+        trace.spmd = spmd
         ins = [BatchTracer(trace, v, d) if d is not None else v for v, d in zip(vals, dims)]
         try:
             out = fun(*ins)

@@ -127,8 +127,11 @@ def vmap(fun, in_axes=0, out_axes=0, axis_name=None, axis_size=None, spmd_axis_n
     ``axis_size``: the batch size when no argument is batched (a ValueError when it contradicts
     a mapped axis). A function returning constants or Python scalars gets them broadcast.
     ``axis_name`` names the mapped axis for the collectives of ``dynjax.lax`` (``psum``,
-    ``all_gather``, ``axis_index``...: ``lax/collectives.py``); ``spmd_axis_name`` is accepted
-    and kept (it matters for sharded programs only); both are on the returned function. The batch size may be dynamic
+    ``all_gather``, ``axis_index``...: ``lax/collectives.py``); ``spmd_axis_name`` (a mesh axis
+    name, or a tuple of them) splits the batch axis of the batched arguments and results over
+    that mesh axis of the mesh entered with ``with mesh:``, and the batch axis of the sharding
+    constraints inside (in a sharded ``qjit`` XLA's partitioner places the members on those
+    devices; elsewhere, and without a mesh, nothing changes); both are on the returned function. The batch size may be dynamic
     (an abstracted axis, or an int argument under ``qjit``): one trace serves every batch size.
     """
     if not callable(fun):
@@ -161,7 +164,7 @@ def vmap(fun, in_axes=0, out_axes=0, axis_name=None, axis_size=None, spmd_axis_n
             else:
                 spec = (in_axes,) * n_pos
             inner = vmap(positional, spec + (0,) * len(names), out_axes, axis_name=axis_name,
-                         axis_size=axis_size)
+                         axis_size=axis_size, spmd_axis_name=spmd_axis_name)
             inner._arg_names = _argument_names(fun, args, names)   # for error messages
             return inner(*args, *[kwargs[k] for k in names])
         axes_spec = tuple(in_axes) if isinstance(in_axes, list) else in_axes
@@ -190,8 +193,10 @@ def vmap(fun, in_axes=0, out_axes=0, axis_name=None, axis_size=None, spmd_axis_n
             raise ValueError("vmap must have at least one non-None value in in_axes or axis_size "
                              "must be specified")
         leaves = [np.asarray(x) if isinstance(x, (list, tuple)) else x for x in leaves]
+        place, spmd = _spmd_placement(spmd_axis_name)
+        leaves = [place(x, d) if d is not None else x for x, d in zip(leaves, dims)]
         outs, out_dims, out_tree = vmap_flat(lambda *xs: fun(*tree_unflatten(tree, xs)), size, leaves, dims,
-                                             axis_name)
+                                             axis_name, spmd)
         out_struct = tree_unflatten(out_tree, outs)
         o_axes = _broadcast_prefix(out_axes, out_struct, "out_axes")
         results = []
@@ -212,12 +217,35 @@ def vmap(fun, in_axes=0, out_axes=0, axis_name=None, axis_size=None, spmd_axis_n
                 continue
             o = to_front(o, d, size)   # an unbatched output (a constant) is broadcast
             ax = _normalize_axis(ax, typeof(o).ndim, f"out_axes for output leaf {k}")
-            results.append(move_axis(o, 0, ax))
+            results.append(place(move_axis(o, 0, ax), ax))
         return tree_unflatten(out_tree, results)
     vmapped.__name__ = f"vmap({getattr(fun, '__name__', 'f')})"
     vmapped.axis_name = axis_name
     vmapped.spmd_axis_name = spmd_axis_name
     return vmapped
+
+
+def _spmd_placement(spmd_axis_name):
+    """``(place, spmd)``: ``place(x, axis)`` is ``x`` with its batch ``axis`` split over the
+    mesh axes ``spmd_axis_name`` of the current mesh (the identity without one); ``spmd`` is
+    ``(mesh, names)`` for the sharding constraints inside (or None)."""
+    if spmd_axis_name is None:
+        return (lambda x, axis: x), None
+    from ...parallel.constraints import with_sharding_constraint
+    from ...parallel.sharding import NamedSharding, PartitionSpec, current_mesh
+    mesh = current_mesh()
+    if mesh is None:
+        return (lambda x, axis: x), None
+    names = tuple(spmd_axis_name) if isinstance(spmd_axis_name, (tuple, list)) else (spmd_axis_name,)
+    for n in names:
+        if n not in mesh.axis_names:
+            raise ValueError(f"vmap: spmd_axis_name {spmd_axis_name!r} names {n!r}, which is not an axis "
+                             f"of the mesh {mesh}")
+
+    def place(x, axis):
+        spec = PartitionSpec(*([None] * axis + [names if len(names) > 1 else names[0]]))
+        return with_sharding_constraint(x, NamedSharding(mesh, spec))
+    return place, (mesh, names)
 
 
 def _leaf_paths(args, arg_names):

@@ -7,7 +7,9 @@ batch axis (``psum``: a sum over it; ``all_gather``: the batch axis becomes an a
 member's result; ``ppermute``: a gather of members). Otherwise the collective is for an
 outer axis: it is applied again, on the batch as a whole (the batch axis moved first, so
 that the axis numbers of the operation shift by one), and the outer vmap handles it.
-Unbatched operands reach the rules too (``psum(1, "i")`` is the axis size).
+Unbatched operands reach the rules too (``psum(1, "i")`` is the axis size). A collective over
+a tuple of names (recorded in a shard_map's body) is interpreted as its sequence of one-name
+collectives (``lax.collectives.expand``).
 """
 from __future__ import annotations
 
@@ -16,17 +18,32 @@ import numpy as np
 from ...core.primitive import batching_rules
 from ...core.trace import typeof
 from ...lax import api as lax
-from ...lax.collectives import (all_gather_p, all_to_all_p, axis_index_p, bind_one, pmax_p, pmin_p,
+from ...lax.collectives import (all_gather_p, all_to_all_p, axis_index_p, bind_one, expand, pmax_p, pmin_p,
                                 ppermute_p, psum_p, psum_scatter_p)
 from . import to_front
 
 
 def _registered(prim):
     def wrap(rule):
-        rule.needs_trace = True
-        batching_rules[prim] = rule
+        def dispatch(size, vals, dims, *, trace, axis_name, **params):
+            if isinstance(axis_name, tuple):
+                return _expanded(prim, vals, dims, trace, axis_name, params)
+            return rule(size, vals, dims, trace=trace, axis_name=axis_name, **params)
+        dispatch.needs_trace = True
+        batching_rules[prim] = dispatch
         return rule
     return wrap
+
+
+def _expanded(prim, vals, dims, trace, names, params):
+    """A collective over a tuple of names (one trace bound them all when it was recorded: a
+    shard_map's body; here nested vmaps bind them) is its sequence of one-name collectives,
+    each interpreted by the trace of its name, this one included."""
+    from . import BatchTracer
+    params = {k: v for k, v in params.items() if k != "axis_size"}
+    x = BatchTracer(trace, vals[0], dims[0]) if vals else None
+    out = trace.full_raise(expand(prim, x, names, **params))
+    return out.val, out.bdim
 
 
 def _count(trace, dtype):
@@ -47,16 +64,18 @@ def _elementwise(prim, reduce):
         if d is not None:
             return reduce(x, d), None
         if prim is psum_p:
-            dt = typeof(x).dtype
-            if dt == np.bool_:
-                return lax.mul(lax.convert_element_type(x, np.int64), _count(trace, np.int64)), None
-            return lax.mul(x, _count(trace, dt)), None
+            return lax.mul(x, _count(trace, typeof(x).dtype)), None
         return x, None
     return rule
 
 
-_elementwise(psum_p, lambda x, d: lax.reduce_sum(x, (d,)) if typeof(x).dtype != np.bool_
-             else lax.reduce_sum(lax.convert_element_type(x, np.int64), (d,)))
+def _sum_over(x, d):
+    if typeof(x).dtype == np.bool_:   # lax.psum counts booleans as int32 before binding
+        raise TypeError("psum_p does not accept booleans (dtype bool): convert them to a number dtype first")
+    return lax.reduce_sum(x, (d,))
+
+
+_elementwise(psum_p, _sum_over)
 _elementwise(pmax_p, lambda x, d: lax.reduce_max(x, (d,)))
 _elementwise(pmin_p, lambda x, d: lax.reduce_min(x, (d,)))
 

@@ -1,0 +1,173 @@
+"""The padding rules of ``shard_map`` and of the collectives in its per-device body
+(``execution/padding.py``'s interpretation, continued).
+
+A padded array holds its logical elements first along each dynamic axis, then garbage. A
+``shard_map`` whose split dimension is dynamic cuts such an array into ``t`` equal blocks,
+so the padded program lays it out *per device* first: block ``k`` of the ``t * Bb`` padded
+rows holds the ``b = n / t`` logical rows of device ``k`` then padding (``Bb`` is the bound
+of the block length ``b``). The per-device body is the padding interpretation of the body
+(its block length ``b`` a logical size like any other: reductions mask beyond it), bound
+as a ``shard_map`` again, so a partitioned program still lowers it as the per-device program.
+Its results, per-device padded, are gathered back into logical-first order.
+
+Every device has the same block length, so the collectives combine the logical elements of
+the blocks with each other and padding with padding: ``psum pmax pmin ppermute axis_index``
+and the others along static axes stay as they are. Along a dynamic axis, an ``all_gather``
+(tiled) is compacted afterwards, a ``psum_scatter`` lays its operand out per device first,
+an ``all_to_all`` both. A body the rules cannot pad makes the shard_map pad its whole-array
+program instead (same values, no per-device program).
+"""
+from __future__ import annotations
+
+from typing import Any, List
+
+import numpy as np
+
+from .. import lax
+from ..core.avals import int64
+from ..core.jaxpr import Var
+from ..lax.collectives import (all_gather_p, all_to_all_p, axis_index_p, pmax_p, pmin_p, ppermute_p,
+                               psum_p, psum_scatter_p)
+from .padding import Context, NotPaddable, _i64, _same, interpret, lax_shape, padding_rules
+from .padding_control_flow import _nested
+
+
+def _take(x, axis: int, src):
+    """``x`` at positions ``src`` (an int64 vector) along ``axis``."""
+    from .. import numpy as jnp
+    return jnp.take(x, src, axis=axis, mode="clip")
+
+
+def _spread(x, axis: int, t: int, b, bb: int):
+    """Logical-first rows (``t * b`` of them) laid out per device: ``t`` blocks of ``bb``,
+    block ``k`` starting with rows ``k*b .. k*b + b``."""
+    idx = lax.iota(int64, t * bb)
+    k, j = lax.div(idx, np.int64(bb)), lax.rem(idx, np.int64(bb))
+    src = lax.add(lax.mul(k, lax.broadcast_in_dim(_i64(b), (t * bb,), ())), j)
+    return _take(x, axis, src)
+
+
+def _compact(y, axis: int, b, bb: int, length: int):
+    """The inverse of ``_spread``: ``length`` rows, logical ones first."""
+    idx = lax.iota(int64, length)
+    b1 = lax.max(_i64(b), np.int64(1))
+    b1 = lax.broadcast_in_dim(b1, (length,), ())
+    src = lax.add(lax.mul(lax.div(idx, b1), np.int64(bb)), lax.rem(idx, b1))
+    return _take(y, axis, src)
+
+
+def _block_dims(ctx: Context, eqn, aval_outer, aval_body, spec, mesh, positions):
+    """Per dim of a value split as ``spec``: None, or ``(t, b, bb)`` for a dynamic dim split in
+    ``t`` blocks of logical length ``b`` and bound ``bb``."""
+    out = []
+    for d, (whole, block) in enumerate(zip(aval_outer.shape, aval_body.shape)):
+        t = int(np.prod([mesh.shape[n] for n in spec._names(d)])) if spec._names(d) else 1
+        if t == 1 or isinstance(whole, int):
+            out.append(None)
+            continue
+        if not isinstance(block, Var) or id(block) not in positions:
+            raise NotPaddable("a shard_map block length that is not an input of its body")
+        operand = eqn.invars[eqn.params["body_inputs"][positions[id(block)]]]
+        out.append((t, ctx.read(operand), ctx.bound(operand)))
+    return out
+
+
+def pad_shard_map(ctx: Context, eqn, *ops):
+    """The padding rule of ``shard_map``: the same equation when every shape is static; else
+    a per-device padded one (see the module docstring), or, when its body cannot be
+    padded per device, its whole-array program padded."""
+    static = all(isinstance(d, int) for a in eqn.invars for d in a.aval.shape) and \
+        all(isinstance(d, int) for v in eqn.outvars for d in v.aval.shape)
+    if static:
+        return eqn.primitive.bind(*ops, **eqn.params)
+    try:
+        return _per_device(ctx, eqn, ops)
+    except NotPaddable:
+        whole = eqn.params["jaxpr"]
+        return _nested(ctx, eqn, 0, whole, list(ops), [[(k, k) for k in range(len(whole.invars))]])
+
+
+def _per_device(ctx: Context, eqn, ops) -> List[Any]:
+    from ..parallel.shard_map import bind_shard_map
+    p = eqn.params
+    body, mesh = p["body"], p["mesh"]
+    positions = {id(v): m for m, v in enumerate(body.invars)}
+    leaves = []
+    for m, (i, spec) in enumerate(zip(p["body_inputs"], p["in_specs"])):
+        x = ops[i]
+        for d, split in enumerate(_block_dims(ctx, eqn, eqn.invars[i].aval, body.invars[m].aval, spec, mesh,
+                                              positions)):
+            if split is not None:
+                t, b, bb = split
+                x = _spread(x, d, t, b, bb)
+        leaves.append(x)
+    sub = Context()
+    sub.running = ctx.running
+    for m, i in enumerate(p["body_inputs"]):
+        lo_hi = ctx.interval(eqn.invars[i])
+        if lo_hi != (None, None):
+            sub.intervals[id(body.invars[m])] = lo_hi
+
+    def padded_body(*xs):
+        return interpret(sub, body, [], xs)
+    outs = bind_shard_map(padded_body, leaves, list(p["in_specs"]), mesh, p["mapped"],
+                          lambda _: list(p["out_specs"]))
+    results = []
+    for y, w, spec in zip(outs, eqn.outvars, p["out_specs"]):
+        for d, whole in enumerate(w.aval.shape):     # t blocks of the bound bb, b logical rows each
+            t = int(np.prod([mesh.shape[n] for n in spec._names(d)])) if spec._names(d) else 1
+            if t > 1 and not isinstance(whole, int):
+                b = lax.div(_i64(ctx.size(whole)), np.int64(t))
+                y = _compact(y, d, b, lax_shape(y)[d] // t, ctx.bound(whole))
+        results.append(y)
+    return results
+
+
+def _gather_rule(ctx: Context, eqn, x):
+    p = eqn.params
+    dim = eqn.invars[0].aval.shape[p["axis"]] if p["tiled"] else 0
+    out = _same(ctx, eqn, x)
+    if isinstance(dim, int):
+        return out
+    bb = lax_shape(x)[p["axis"]]
+    return _compact(out, p["axis"], ctx.size(dim), bb, ctx.bound(eqn.outvars[0].aval.shape[p["axis"]]))
+
+
+def _scatter_rule(ctx: Context, eqn, x):
+    """Along a dynamic axis: the operand laid out per device first (block ``k`` of the
+    result's bound holding the ``b`` logical rows device ``k`` keeps), then scattered."""
+    d = eqn.params["scatter_dimension"]
+    out = eqn.outvars[0].aval.shape[d]
+    if isinstance(eqn.invars[0].aval.shape[d], int):
+        return _same(ctx, eqn, x)
+    x = _spread(x, d, eqn.params["axis_size"], ctx.size(out), ctx.bound(out))
+    return _same(ctx, eqn, x)
+
+
+def _all_to_all_rule(ctx: Context, eqn, x):
+    """A dynamic split axis laid out per device first (chunk ``j``, for device ``j``, holds
+    its logical rows first), a dynamic concat axis compacted after (each device receives
+    padded chunks)."""
+    p = eqn.params
+    s, c, n = p["split_axis"], p["concat_axis"], p["axis_size"]
+    shape, out = eqn.invars[0].aval.shape, eqn.outvars[0].aval.shape
+    if isinstance(shape[s], int) and isinstance(shape[c], int):
+        return _same(ctx, eqn, x)
+    if s == c:      # chunks of the same axis exchanged: b = length / n rows each
+        b = lax.div(_i64(ctx.size(shape[s])), np.int64(n))
+        bb = -(-lax_shape(x)[s] // n)
+        y = _same(ctx, eqn, _spread(x, s, n, b, bb))
+        return _compact(y, s, b, bb, ctx.bound(out[s]))
+    if not isinstance(shape[s], int):
+        x = _spread(x, s, n, ctx.size(out[s]), ctx.bound(out[s]))
+    y = _same(ctx, eqn, x)
+    if isinstance(shape[c], int):
+        return y
+    return _compact(y, c, ctx.size(shape[c]), lax_shape(x)[c], ctx.bound(out[c]))
+
+
+for _p in (psum_p, pmax_p, pmin_p, ppermute_p, axis_index_p):
+    padding_rules[_p] = _same
+padding_rules[all_gather_p] = _gather_rule
+padding_rules[psum_scatter_p] = _scatter_rule
+padding_rules[all_to_all_p] = _all_to_all_rule
