@@ -26,11 +26,12 @@ from typing import Callable, Dict, Optional
 import numpy as np
 
 from .core import pytree
-from .core.avals import is_inexact_dtype, is_integer_dtype, same_dim
+from .core.avals import same_dim
 from .core.errors import api_boundary, name_user_line, user_error, user_stacklevel
 from .core.trace import Tracer, is_tracing, typeof
 from .execution import compile_log, explain
 from .execution.lru import BoundedCache, check_cache_size, default_cache_size
+from .execution.calls import ProgramCall, coerce_leaf, describe_input_fn, entry_arguments, run_entry
 from .execution.program import Program, Stats
 from .execution.sharded_runs import check_shardings, leaf_shardings, run_sharded
 from .tracing import (ShapeDtypeStruct, TracedFunction, _axis_names, _per_arg_specs, _spec_leaves,
@@ -433,7 +434,7 @@ class QJIT:
         pytrees, and every argument already of the traced dtype. Either the trace is one
         executable (with no runtime implicit dims): the integer arguments it bakes in are keyed
         by value (a ``_ByValue`` node), runtime integers only by type. Or ``exe`` is a
-        ``_ProgramCall``: the program, which keys its own executables."""
+        ``ProgramCall``: the program, which keys its own executables."""
         nimp = len(entry.traced.signature.dim_names)
         if self.static_argnums or len(args) != len(entry.dtypes):
             return
@@ -446,7 +447,7 @@ class QJIT:
                 return
         tree = entry.traced.out_tree
         single = entry.explicit[0] if tree.kind == "leaf" and len(entry.explicit) == 1 else None
-        if isinstance(exe, _ProgramCall):
+        if isinstance(exe, ProgramCall):
             self._fast.put(keys, (entry, exe, None, entry.explicit, single, False))
             return
         seg = entry.program.single
@@ -628,86 +629,6 @@ class QJIT:
         return explain_function(self)
 
 
-class _ProgramCall:
-    """The dispatch table's plan for a trace that is more than one executable (segments, host
-    steps, or one capacity program): its arguments' shapes fix the implicit dims, so a call
-    only converts scalars to the traced dtypes and runs the program."""
-    __slots__ = ("program", "dims", "dtypes")
-
-    def __init__(self, program, dims, dtypes):
-        self.program = program
-        self.dims = list(dims)
-        self.dtypes = dtypes
-
-    def call_exact(self, args):
-        dtypes = self.dtypes
-        leaves = [x if type(x) is np.ndarray else np.asarray(x, dtypes[i]) for i, x in enumerate(args)]
-        return self.program.run(self.dims + leaves)
-
-
-def describe_input_fn(traced: TracedFunction):
-    """``describe(i)``: how error messages name the i-th expanded input of a trace (an
-    abstracted axis by its name and where it occurs, else the argument leaf)."""
-    sig = traced.signature
-    nimp = len(sig.dim_names)
-
-    def describe(i):
-        if i < nimp:
-            name = sig.dim_names[i]
-            label = name if isinstance(name, str) and not name.startswith("__aot") else "dynamic axis"
-            li, ax = sig.dim_sources[i][0]
-            return f"the size of {label} (axis {ax} of {sig.leaf_where[li]})"
-        return sig.leaf_where[i - nimp]
-    return describe
-
-
-def entry_arguments(entry: _Entry, leaves):
-    """The program's arguments for the flat argument leaves of a trace: the implicit dims
-    (the shared sizes checked: a ValueError naming the arguments), then the leaves coerced to
-    the traced dtypes."""
-    sig = entry.traced.signature
-    leaves = [coerce_leaf(x, dt, sig.leaf_where[i]) for i, (x, dt) in enumerate(zip(leaves, entry.dtypes))]
-    dims = implicit_values(sig, leaves) if sig.dim_names else []
-    return dims, leaves
-
-
-def run_entry(entry: _Entry, leaves):
-    """Run a trace on the flat argument leaves (the one execution path of ``qjit`` and of
-    exported programs); returns the result and, when the trace is one executable, that
-    executable (for the fast path)."""
-    dims, leaves = entry_arguments(entry, leaves)
-    program, args = entry.program, dims + leaves
-    if program.single is not None:
-        outs, exe = program.single.call(args)
-    else:
-        outs = program.run(args)
-        exe = _ProgramCall(program, dims, entry.dtypes)
-    explicit = [outs[i] for i in entry.explicit]
-    return pytree.tree_unflatten(entry.traced.out_tree, explicit), exe
-
-
-def coerce_leaf(x, dtype, where: str):
-    """An argument leaf as a numpy value of its traced ``dtype``: a TypeError naming it
-    (``where``) when the cast is not safe, a ValueError when an integer does not fit."""
-    t = type(x)
-    if t is np.ndarray:
-        if x.dtype == dtype:
-            return x
-        if not np.can_cast(x.dtype, dtype, "same_kind") and not (
-                is_integer_dtype(x.dtype) and is_inexact_dtype(dtype)):
-            raise TypeError(f"{where} has dtype {x.dtype}, which cannot be cast safely to {dtype}")
-        return x.astype(dtype)
-    if t in (int, float, bool) or isinstance(x, np.generic):
-        if (t is int or isinstance(x, np.integer)) and dtype.kind in "iu":
-            _check_int_range(x, dtype, where)
-        return np.asarray(x, dtype=dtype)
-    if isinstance(x, (list, tuple)):
-        return np.asarray(x, dtype=dtype)
-    if hasattr(x, "__array__"):
-        return np.asarray(x, dtype=dtype)
-    raise TypeError(f"{where} is a {type(x).__name__}, not an array or scalar")
-
-
 def _common_dim(sig, occurrences, avals):
     """The value of one dynamic axis of an inlined trace: the size (an int, or a dim of the
     enclosing trace) its occurrences share; a ValueError when concrete sizes differ."""
@@ -736,16 +657,6 @@ def _cast_scalar(x, kind, where):
             kind is not bool and arr.dtype == np.bool_):
         raise TypeError(f"{where} is annotated {kind.__name__} but got {type(x).__name__} {x!r}")
     return kind(arr)
-
-
-def _check_int_range(x, dtype, where):
-    """An integer argument that does not fit its traced dtype (``np.uint64(2**64 - 1)`` for an
-    ``i64`` size) is an error, not a silent wrap-around to a negative size."""
-    v, info = int(x), np.iinfo(dtype)
-    if not info.min <= v <= info.max:
-        raise ValueError(f"{where} is {v}, too large for {np.dtype(dtype).name} (integer arguments "
-                         f"and sizes must lie in [{info.min}, {info.max}])" if v > info.max else
-                         f"{where} is {v}, below the smallest {np.dtype(dtype).name} ({info.min})")
 
 
 def _hashable(x, i):

@@ -28,7 +28,8 @@ from ..core.jaxpr import ClosedJaxpr, Var
 from ..core.trace import Tracer
 from ..execution.program import Stats
 from ..execution.summary import CacheInfo, execution_counters
-from ..qjit import QJIT, _Entry, describe_input_fn, run_entry
+from ..execution.calls import describe_input_fn, run_entry
+from ..qjit import QJIT, _Entry
 from ..tracing import (InputSignature, TracedFunction, _axis_names, _per_arg_specs, _spec_leaves, leaf_aval,
                        normalize_static_argnums, trace_function)
 from .lowering_away import find_host_call, holds_inlined_call, host_call_error, inline_calls
