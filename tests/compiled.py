@@ -2,40 +2,19 @@
 
 With abstracted axes the function must trace (and lower) once for all sizes whose
 non-abstracted structure is the same; XLA compiles per concrete signature.
-
-Every size runs compiled: the exact tier (``DYNJAX_TIERS=exact``) unless the environment
-chooses a tier (test_tiers re-runs suites with the padded tier forced on). The automatic
-tier would run a second size on the numpy impls while its bucket compiles (tier 0), which
-is the eager way again, and compile buckets no test runs.
 """
-import contextlib
-import os
-
 import dynjax
 import numpy as np
-
-
-@contextlib.contextmanager
-def _compiled_tier():
-    if "DYNJAX_TIERS" in os.environ:
-        yield
-        return
-    os.environ["DYNJAX_TIERS"] = "exact"
-    try:
-        yield
-    finally:
-        os.environ.pop("DYNJAX_TIERS", None)
 
 
 def run_compiled(f, arg_sets, abstracted_axes, static_argnums):
     g = dynjax.qjit(f, static_argnums=static_argnums or None, abstracted_axes=abstracted_axes)
     results = []
-    with _compiled_tier():
-        for args in arg_sets:
-            outs, _ = dynjax.tree_flatten(g(*args))
-            for o in outs:
-                assert isinstance(o, np.ndarray), f"compiled result is a {type(o).__name__}"
-            results.append(outs)
+    for args in arg_sets:
+        outs, _ = dynjax.tree_flatten(g(*args))
+        for o in outs:
+            assert isinstance(o, np.ndarray), f"compiled result is a {type(o).__name__}"
+        results.append(outs)
     if abstracted_axes is not None:
         kinds = {tuple((np.asarray(a).dtype, np.ndim(a)) for a in dynjax.tree_flatten(list(args))[0])
                  for args in arg_sets}
