@@ -122,6 +122,9 @@ EXCLUDED: Dict[str, str] = {
              "test_collectives.py"
        for name in ("psum", "pmax", "pmin", "all_gather", "psum_scatter", "all_to_all", "ppermute",
                     "axis_index")},
+    "shard_map": "a function mapped over a device mesh, with a per-device body and a whole-array "
+                 "program: eager, one-device compiled and partitioned runs, their collectives and "
+                 "derivatives are compared with jax and numpy in sharding_cases.py and test_collectives.py",
     "sharding_constraint": "an annotation for XLA's partitioner, the identity on values: eager, compiled, "
                            "partitioned, differentiated and batched uses are compared in sharding_cases.py",
 }

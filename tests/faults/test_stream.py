@@ -21,6 +21,9 @@ from dynjax import qjit
 from dynjax.execution import tiers
 from dynjax.execution.padding import bucket
 
+# the background queue as a user's process fills it: compiles ahead included
+pytestmark = pytest.mark.usefixtures("compile_ahead")
+
 
 @pytest.fixture(autouse=True)
 def auto_policy(monkeypatch):
