@@ -9,6 +9,10 @@ import socket
 import subprocess
 import sys
 import time
+import pytest
+
+# two processes with their own runtimes: the slow set (pytest -m 'not slow' skips it)
+pytestmark = pytest.mark.slow
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 WORKER = os.path.join(HERE, "distributed_worker.py")

@@ -52,6 +52,9 @@ print(x)
 ```python
 # not run: it needs a GPU
 import nothing_such
+
+# every page in a fresh process: the slow set (pytest -m 'not slow' skips it)
+pytestmark = pytest.mark.slow
 ```
 
 ```python

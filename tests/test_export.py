@@ -195,6 +195,7 @@ def _flat(tree):
     return dynjax.tree_flatten(tree)[0]
 
 
+@pytest.mark.slow
 def test_round_trips_in_a_fresh_process(tmp_path):
     """Every case exported here, called in one child process at every size."""
     manifest, expected = [], {}

@@ -18,6 +18,9 @@ import jax  # noqa: E402  (a test extra: the comparison oracle)
 
 from jax_programs.swap import ImportSwap, load_original, load_swapped  # noqa: E402
 
+# whole JAX example programs, 10-80 s each: the slow set (pytest -m 'not slow' skips it)
+pytestmark = pytest.mark.slow
+
 HERE = os.path.join(os.path.dirname(__file__), "jax_programs")
 PROGRAMS = ["mlp_classifier", "mlp_from_scratch", "vae", "dp_sgd", "advi", "library_tour"]
 

@@ -6,6 +6,10 @@ import os
 import re
 import subprocess
 import sys
+import pytest
+
+# the lit suite, one process per file: the slow set (pytest -m 'not slow' skips it)
+pytestmark = pytest.mark.slow
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 LIT_RESULTS = {}

@@ -334,6 +334,7 @@ def test_dot_product_attention_against_jax(dt):
         nn.dot_product_attention(q, k, v, query_seq_lengths=ql.astype(np.int64))
 
 
+@pytest.mark.slow
 def test_dot_product_attention_dynamic_sizes_grad_vmap():
     rng = np.random.default_rng(5)
     N, K, H = 4, 2, 3

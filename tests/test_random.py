@@ -222,6 +222,7 @@ def exact_tier(monkeypatch):
     monkeypatch.setenv("DYNJAX_TIERS", "exact")
 
 
+@pytest.mark.slow
 def test_compiled_dynamic_sizes_bitwise(exact_tier):
     """``n`` is an int argument: one trace, and at every n exactly JAX's numbers for that n."""
     k = jr.PRNGKey(5)
@@ -382,6 +383,7 @@ def test_bad_arguments():
 
 
 # --- dynjax.nn.initializers ----------------------------------------------------------------------
+@pytest.mark.slow
 def test_initializers_against_jax(exact_tier):
     import jax.nn.initializers as ji
     from dynjax.nn import initializers as di

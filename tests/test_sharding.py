@@ -12,6 +12,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import sharding_cases  # noqa: E402  (only its case names: the checks run in the subprocess)
 
+# a four-device process running every sharding case: the slow set
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture(scope="module")
 def results():

@@ -483,6 +483,7 @@ FORCED = ["tests/test_eager_vs_compiled.py", "tests/test_control_flow.py", "test
           "tests/test_numpy_functions.py", "tests/test_size_folding.py", "tests/test_symbolic_dims.py"]
 
 
+@pytest.mark.slow
 def test_suites_pass_with_the_padded_tier_forced_on():
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     env = dict(os.environ, DYNJAX_TIERS="padded")
