@@ -24,6 +24,9 @@ import pytest
 import dynjax.numpy as jnp
 from dynjax import lax, qjit
 
+# interrupts of a user's process: its defaults, compiles ahead included (the subprocesses inherit it)
+pytestmark = pytest.mark.usefixtures("compile_ahead")
+
 #: the bound on the latency; the issue asks for 0.5 s, and CI machines are busy
 LATENCY_BOUND = 1.0
 
