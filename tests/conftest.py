@@ -4,7 +4,9 @@ counts over); hypothesis
 profiles (``ci``, the default, draws the same examples on every run, so a red build is
 reproducible; ``HYPOTHESIS_PROFILE=explore`` draws new ones each time, ``quick`` a quarter of
 the examples, ``thorough`` ten times as many, new ones each time)."""
+import gc
 import os
+import sys
 
 import pytest
 from hypothesis import settings
@@ -55,6 +57,19 @@ def pytest_configure(config):
     import helpers
     from compiled import run_compiled
     helpers.WAYS["compiled"] = run_compiled
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _release_jax_executables():
+    """After each test module, drop jax's compiled programs. The comparison tests call jax at
+    many shapes and jax keeps every executable it compiled (test_fft alone left 472, ~600 MB):
+    kept over a whole run, a worker grew to 5 GB. dynjax's own caches belong to the functions
+    the tests make and go with them."""
+    yield
+    jax = sys.modules.get("jax")
+    if jax is not None:
+        jax.clear_caches()
+        gc.collect()
 
 
 @pytest.fixture

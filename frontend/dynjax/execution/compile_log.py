@@ -232,18 +232,25 @@ class _Watcher:
 
     def _run(self) -> None:
         while True:
-            with self.lock:
-                due: List[Step] = []
-                while not due:
-                    now = time.perf_counter()
-                    waiting = [s for s in self.steps if not s.announced]
-                    due = [s for s in waiting if s.deadline <= now]
-                    if due:
-                        break
-                    timeout = min((s.deadline for s in waiting), default=now + 3600.0) - now
-                    self.wake.wait(timeout)
-            for s in due:
-                s.announce(time.perf_counter())
+            _announce(self._due())
+
+    def _due(self) -> List[Step]:
+        """Wait until some steps are past their deadline; return them. While it waits, it
+        holds no step: a step keeps what its program's compile closed over."""
+        with self.lock:
+            while True:
+                now = time.perf_counter()
+                due = [s for s in self.steps if not s.announced and s.deadline <= now]
+                if due:
+                    return due
+                timeout = min((s.deadline for s in self.steps if not s.announced),
+                              default=now + 3600.0) - now
+                self.wake.wait(timeout)
+
+
+def _announce(steps: List[Step]) -> None:
+    for s in steps:
+        s.announce(time.perf_counter())
 
 
 _current: Optional[_Watcher] = None

@@ -207,16 +207,14 @@ class Segment:
         if bounds in self.padded or (priority == tiers.AHEAD and not tiers.compile_ahead()):
             return
 
-        def build():
+        def build(seg):     # the job holds the segment weakly (tiers.submit's ``subject``)
             try:
-                self.padded.get_or_fill(bounds, lambda: self._build_padded(bounds, values))
+                seg.padded.get_or_fill(bounds, lambda: seg._build_padded(bounds, values))
             except NotPaddable:
-                self.paddable = False
-        if tiers.submit((self, "bucket", bounds), build, priority, owner=self.stats, on_drop=self._job_dropped):
+                seg.paddable = False
+        if tiers.submit(("bucket", bounds), build, priority, owner=self.stats,
+                        on_drop=self.stats.job_dropped, subject=self):
             self.stats.background_compilations += 1
-
-    def _job_dropped(self):
-        self.stats.dropped_jobs += 1
 
     def _cheap_for_eager(self, args) -> bool:
         """Whether the cost model puts this segment at these arguments (its integer ones:
@@ -303,23 +301,25 @@ class Segment:
         args = [int(x) if i in baked else _Shape(np.shape(x)) for i, x in enumerate(args)]
         record.requested = True
 
-        def compile_exact():
-            exe = self.cache.get(key)
+        def compile_exact(seg):
+            exe = seg.cache.get(key)
             if exe is None:
                 why = f"the size recurred ({record.calls} calls served padded)"
-                exe = self.cache.get_or_fill(key, lambda: self._compile(args, why))
-                self.promoted.add(exe)
-                self.stats.exact_compilations += 1
+                exe = seg.cache.get_or_fill(key, lambda: seg._compile(args, why))
+                seg.promoted.add(exe)
+                seg.stats.exact_compilations += 1
+
+        stats = self.stats
 
         def dropped():
             record.requested = False   # asked again when the size comes again
-            self._job_dropped()
+            stats.job_dropped()
         explain.maybe(explain.recompiles, lambda: "size recurred, compile its exact executable"
                       + ("" if tiers.synchronous() else " in the background") + f": {self._describe_key(key)}")
         if tiers.synchronous():
-            compile_exact()
-        elif tiers.submit((self, "exact", key), compile_exact, tiers.EXACT, record.calls,
-                          owner=self.stats, on_drop=dropped):
+            compile_exact(self)
+        elif tiers.submit(("exact", key), compile_exact, tiers.EXACT, record.calls,
+                          owner=self.stats, on_drop=dropped, subject=self):
             self.stats.background_compilations += 1
 
     def _compile(self, args, why: Optional[str] = None):

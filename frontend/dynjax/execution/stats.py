@@ -39,6 +39,9 @@ class Stats:
         self.exact_calls_served = 0
         self.dropped_jobs = 0
 
+    def job_dropped(self) -> None:
+        """A background job of this function was dropped by the full queue."""
+        self.dropped_jobs += 1
 
     def counters(self) -> Dict[str, Any]:
         """The counters and times, by name (not ``function`` nor ``cache_size``)."""

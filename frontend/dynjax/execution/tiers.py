@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import os
 import threading
+import weakref
 from typing import Callable, Dict, Hashable, Optional
 
 POLICIES = ("auto", "exact", "padded")
@@ -147,11 +148,11 @@ def mark_long(exe, estimate, values: Dict[str, int]) -> None:
 # the background queue
 
 class _Job:
-    __slots__ = ("key", "fn", "priority", "useful", "seq", "owner", "on_drop")
+    __slots__ = ("key", "fn", "priority", "useful", "seq", "owner", "on_drop", "subject")
 
-    def __init__(self, key, fn, priority, useful, seq, owner, on_drop):
+    def __init__(self, key, fn, priority, useful, seq, owner, on_drop, subject):
         self.key, self.fn, self.priority, self.useful = key, fn, priority, useful
-        self.seq, self.owner, self.on_drop = seq, owner, on_drop
+        self.seq, self.owner, self.on_drop, self.subject = seq, owner, on_drop, subject
 
     def order(self):
         """Most useful first: priority, then how often its size was called, then age."""
@@ -171,7 +172,7 @@ class _Queue:
         self.dropped = 0
         self.closed = False
 
-    def submit(self, key, fn, priority, useful, owner, on_drop) -> bool:
+    def submit(self, key, fn, priority, useful, owner, on_drop, subject) -> bool:
         drop = None
         with self.lock:
             job = self.jobs.get(key)
@@ -180,7 +181,7 @@ class _Queue:
                     job.priority, job.useful = priority, useful
                 return False
             self.seq += 1
-            job = _Job(key, fn, priority, useful, self.seq, owner, on_drop)
+            job = _Job(key, fn, priority, useful, self.seq, owner, on_drop, subject)
             if len(self.jobs) >= MAX_QUEUED:
                 # the least useful job goes (the oldest among equals); a new job that is not
                 # a needed bucket and is no more useful than it is dropped itself
@@ -216,11 +217,17 @@ class _Queue:
                 del self.jobs[job.key]
                 self.running = job
             try:
-                job.fn()
+                if job.subject is None:
+                    job.fn()
+                else:
+                    subject = job.subject()
+                    if subject is not None:     # else its function is gone: nobody could use it
+                        job.fn(subject)
+                    subject = None
             except BaseException:   # the padded tier keeps serving; a foreground compile reports
                 pass
             finally:
-                job.fn = None   # what the job holds goes now, not when the next one comes
+                job.fn = job.subject = None   # what the job holds goes now, not when the next one comes
                 with self.lock:
                     self.running = None
                     self.changed.notify_all()
@@ -259,15 +266,23 @@ def on_worker() -> bool:
     return getattr(_worker, "active", False)
 
 
-def submit(key: Hashable, fn: Callable[[], None], priority: int = NEEDED, useful: int = 0,
-           owner=None, on_drop: Optional[Callable[[], None]] = None) -> bool:
-    """Queue ``fn()`` on the background compile thread under ``key``. False when a job of that
+def submit(key: Hashable, fn: Callable[..., None], priority: int = NEEDED, useful: int = 0,
+           owner=None, on_drop: Optional[Callable[[], None]] = None, subject=None) -> bool:
+    """Queue ``fn()`` on the background compile thread under ``key``. With a ``subject`` (the
+    segment a compile is for) the queue holds it weakly and runs ``fn(subject)``: a job whose
+    subject was collected before its turn (its function is gone) is skipped, so neither the
+    queue nor ``fn`` may keep the subject alive; ``key`` then only needs to be unique for the
+    subject. False when a job of that
     key is already queued or running (coalesced), or when the queue is full and this job is
     the least useful (dropped: ``on_drop()`` is called, as it is for a queued job that a more
     useful one displaces). ``owner`` (a ``Stats``) counts its jobs in ``queued``. Failures of
     ``fn`` are dropped: the padded tier keeps serving, and a foreground compile would report
     the error."""
-    return _queue.submit(key, fn, priority, useful, owner, on_drop)
+    ref = None
+    if subject is not None:
+        ref = weakref.ref(subject)
+        key = (ref, key)     # a weakref compares by its referent while both live, else by itself
+    return _queue.submit(key, fn, priority, useful, owner, on_drop, ref)
 
 
 def background(fn: Callable[[], None]) -> None:
