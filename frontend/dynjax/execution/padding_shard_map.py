@@ -56,20 +56,40 @@ def _compact(y, axis: int, b, bb: int, length: int):
     return _take(y, axis, src)
 
 
-def _block_dims(ctx: Context, eqn, aval_outer, aval_body, spec, mesh, positions):
-    """Per dim of a value split as ``spec``: None, or ``(t, b, bb)`` for a dynamic dim split in
-    ``t`` blocks of logical length ``b`` and bound ``bb``."""
+def _pieces(spec, d: int, mesh) -> int:
+    return int(np.prod([mesh.shape[n] for n in spec._names(d)])) if spec._names(d) else 1
+
+
+def _ceil_div(n, t: int):
+    """``ceil(n / t)`` of a logical size (an int or a traced i64 scalar)."""
+    return lax.div(lax.add(_i64(n), np.int64(t - 1)), np.int64(t))
+
+
+def _splits(eqn):
+    """Per body input ``m`` and dim ``d`` of it that is a dynamic dimension split in ``t > 1``
+    blocks: ``(m, d, t, names, whole, at, length)``, ``whole`` the dim split (of the operand),
+    ``at`` the body input that is the block length and ``length`` the operand giving it (both
+    None when the block length is not an input of the body)."""
+    p = eqn.params
+    body, mesh = p["body"], p["mesh"]
+    positions = {id(v): m for m, v in enumerate(body.invars)}
     out = []
-    for d, (whole, block) in enumerate(zip(aval_outer.shape, aval_body.shape)):
-        t = int(np.prod([mesh.shape[n] for n in spec._names(d)])) if spec._names(d) else 1
-        if t == 1 or isinstance(whole, int):
-            out.append(None)
-            continue
-        if not isinstance(block, Var) or id(block) not in positions:
-            raise NotPaddable("a shard_map block length that is not an input of its body")
-        operand = eqn.invars[eqn.params["body_inputs"][positions[id(block)]]]
-        out.append((t, ctx.read(operand), ctx.bound(operand)))
+    for m, (i, spec) in enumerate(zip(p["body_inputs"], p["in_specs"])):
+        for d, (whole, block) in enumerate(zip(eqn.invars[i].aval.shape, body.invars[m].aval.shape)):
+            t = _pieces(spec, d, mesh)
+            if t == 1 or isinstance(whole, int):
+                continue
+            at = positions.get(id(block)) if isinstance(block, Var) else None
+            length = eqn.invars[p["body_inputs"][at]] if at is not None else None
+            out.append((m, d, t, spec._names(d), whole, at, length))
     return out
+
+
+def length_hints(eqn):
+    """``bound_hint_rules`` of ``shard_map``: a block length operand is bounded by the longest
+    block, ``ceil(bound(n) / t)``."""
+    return [(length, lambda ctx, whole=whole, t=t: -(-ctx.bound(whole) // t))
+            for _, _, t, _, whole, _, length in _splits(eqn) if length is not None]
 
 
 def pad_shard_map(ctx: Context, eqn, *ops):
@@ -87,38 +107,58 @@ def pad_shard_map(ctx: Context, eqn, *ops):
         return _nested(ctx, eqn, 0, whole, list(ops), [[(k, k) for k in range(len(whole.invars))]])
 
 
+def _device_lengths(n, t: int):
+    """The ``t`` block lengths of ``n`` rows cut in blocks of ``ceil(n / t)`` (the last ones
+    shorter or empty), an int64 vector."""
+    big = _ceil_div(n, t)
+    k = lax.iota(int64, t)
+    rest = lax.sub(lax.broadcast_in_dim(_i64(n), (t,), ()), lax.mul(k, lax.broadcast_in_dim(big, (t,), ())))
+    return lax.max(lax.min(rest, lax.broadcast_in_dim(big, (t,), ())), lax.broadcast_in_dim(np.int64(0), (t,), ()))
+
+
 def _per_device(ctx: Context, eqn, ops) -> List[Any]:
     from ..parallel.shard_map import bind_shard_map
+    from ..parallel.sharding import PartitionSpec
     p = eqn.params
     body, mesh = p["body"], p["mesh"]
-    positions = {id(v): m for m, v in enumerate(body.invars)}
-    leaves = []
-    for m, (i, spec) in enumerate(zip(p["body_inputs"], p["in_specs"])):
-        x = ops[i]
-        for d, split in enumerate(_block_dims(ctx, eqn, eqn.invars[i].aval, body.invars[m].aval, spec, mesh,
-                                              positions)):
-            if split is not None:
-                t, b, bb = split
-                x = _spread(x, d, t, b, bb)
-        leaves.append(x)
+    leaves = [ops[i] for i in p["body_inputs"]]
+    lengths = {}      # body input m of a block length -> (its split's mesh axes, its lengths vector)
+    bounds = {}       # body input m of a block length -> the bound of the longest block
+    for m, d, t, names, whole, at, length in _splits(eqn):
+        if length is None:
+            raise NotPaddable("a shard_map block length that is not an input of its body")
+        bb = ctx.bound(length)
+        if bb * t < ctx.bound(whole):
+            raise NotPaddable("a shard_map block length bounded below its longest block")
+        leaves[m] = _spread(leaves[m], d, t, _ceil_div(ctx.size(whole), t), bb)
+        if at not in lengths:
+            lengths[at] = (names, _device_lengths(ctx.size(whole), t))
+            bounds[at] = bb
     sub = Context()
     sub.running = ctx.running
     for m, i in enumerate(p["body_inputs"]):
         lo_hi = ctx.interval(eqn.invars[i])
         if lo_hi != (None, None):
             sub.intervals[id(body.invars[m])] = lo_hi
+    for at, bb in bounds.items():
+        sub.intervals[id(body.invars[at])] = (0, bb)
+    at_length = list(lengths)
+    nleaf = len(leaves)
 
     def padded_body(*xs):
-        return interpret(sub, body, [], xs)
-    outs = bind_shard_map(padded_body, leaves, list(p["in_specs"]), mesh, p["mapped"],
+        vals = list(xs[:nleaf])
+        for at, own in zip(at_length, xs[nleaf:]):     # this device's block length
+            vals[at] = lax.convert_element_type(lax.reshape(own, ()), body.invars[at].aval.dtype)
+        return interpret(sub, body, [], vals)
+    specs = list(p["in_specs"]) + [PartitionSpec(names) for names, _ in lengths.values()]
+    outs = bind_shard_map(padded_body, leaves + [vec for _, vec in lengths.values()], specs, mesh, p["mapped"],
                           lambda _: list(p["out_specs"]))
     results = []
     for y, w, spec in zip(outs, eqn.outvars, p["out_specs"]):
         for d, whole in enumerate(w.aval.shape):     # t blocks of the bound bb, b logical rows each
-            t = int(np.prod([mesh.shape[n] for n in spec._names(d)])) if spec._names(d) else 1
+            t = _pieces(spec, d, mesh)
             if t > 1 and not isinstance(whole, int):
-                b = lax.div(_i64(ctx.size(whole)), np.int64(t))
-                y = _compact(y, d, b, lax_shape(y)[d] // t, ctx.bound(whole))
+                y = _compact(y, d, _ceil_div(ctx.size(whole), t), lax_shape(y)[d] // t, ctx.bound(whole))
         results.append(y)
     return results
 

@@ -134,8 +134,8 @@ def _register_with_execution():
     the cost is the whole-array program's."""
     from ..cost_model import _WHOLE, cost_rules, jaxpr_cost
     from ..execution import analysis
-    from ..execution.padding import padding_rules
-    from ..execution.padding_shard_map import pad_shard_map
+    from ..execution.padding import bound_hint_rules, padding_rules
+    from ..execution.padding_shard_map import length_hints, pad_shard_map
 
     def fixed_inputs(eqn):
         p = eqn.params
@@ -143,6 +143,7 @@ def _register_with_execution():
     analysis.fixed_input_rules[shard_map_p] = fixed_inputs
 
     padding_rules[shard_map_p] = pad_shard_map
+    bound_hint_rules[shard_map_p] = length_hints
     cost_rules[shard_map_p] = lambda eqn, sz: jaxpr_cost(eqn.params["jaxpr"], sz)
     _WHOLE.add(shard_map_p)
 
