@@ -151,7 +151,7 @@ def split_transpose(cts, operands, p) -> List[Any]:
             block_avals.append(a.update(shape=block_shape(a.shape, p["in_specs"][j], mesh)))
             args[j] = UndefinedPrimal(block_avals[-1])
         full: List[Any] = [None] * len(body.outvars)
-        for k, c in zip(ct_at, blocks[len(res):]):
+        for k, c in zip(ct_at, blocks[len(res):len(res) + len(ct_at)]):
             copies = int(np.prod([mesh.shape[n] for n in _unnamed(p["out_specs"][k], mapped)]))
             full[k] = c if copies == 1 else lax.div(c, np.asarray(copies, typeof(c).dtype))
         got = backward_pass(body, args, full)
@@ -163,6 +163,15 @@ def split_transpose(cts, operands, p) -> List[Any]:
         return results
     leaves = [operands[bi[j]] for j in res] + [cts[k] for k in ct_at]
     specs = [p["in_specs"][j] for j in res] + [p["out_specs"][k] for k in ct_at]
+    # an empty array of each linear operand's split lengths, split as the operand: the body
+    # takes the block lengths of those splits as its own, and the cotangents are put back to
+    # the operands' lengths (also when blocks differ in length, ``execution/uneven_blocks.py``)
+    for j, a in zip(lin, lin_avals):
+        spec = p["in_specs"][j]
+        split = [d for d in range(len(a.shape)) if spec._names(d) and not isinstance(a.shape[d], int)]
+        if split:
+            leaves.append(zeros(a.update(shape=tuple(a.shape[d] if d in split else 0 for d in range(len(a.shape))))))
+            specs.append(spec)
     for j, c in zip(lin, bind_shard_map(t_fn, leaves, specs, mesh, mapped, lambda _: [p["in_specs"][j] for j in lin])):
         out[bi[j]] = c
     return out
