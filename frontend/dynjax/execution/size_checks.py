@@ -140,8 +140,10 @@ def _check_shapes(eqn, size, top: bool) -> None:
         src = [size(d) for d in eqn.invars[0].aval.shape]
         dst = [size(d) for d in eqn.outvars[0].aval.shape]
         if None not in src and None not in dst and int(np.prod(src)) != int(np.prod(dst)):
+            note = getattr(eqn.source_info, "note", None)
             raise ValueError(f"cannot reshape an array of shape {tuple(src)} ({int(np.prod(src))} elements) "
-                             f"into shape {tuple(dst)} ({int(np.prod(dst))} elements){_at(eqn)}")
+                             f"into shape {tuple(dst)} ({int(np.prod(dst))} elements){_at(eqn)}"
+                             + (f": {note}" if note else ""))
     elif eqn.primitive is dynamic_slice_p and top:
         src = [size(d) for d in eqn.invars[0].aval.shape]
         dst = [size(d) for d in eqn.outvars[0].aval.shape]

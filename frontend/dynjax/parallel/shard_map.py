@@ -18,8 +18,11 @@ of one meaning:
   transformations other than ``jvp`` work on.
 
 A mesh axis that an output's spec does not name must not vary the output (JAX's replication
-check): a ValueError otherwise. A split dimension may be dynamic; its length must be a
-multiple of the number of blocks (checked when the sizes are known).
+check): a ValueError otherwise. A static split dimension must be a multiple of the number of
+blocks (JAX's rule). A dynamic one need not: ``n`` rows over ``t`` blocks are blocks of
+``ceil(n / t)`` rows, the last ones shorter or empty; the body is traced with one block
+length, which the padded program gives each device as its own (``execution/
+padding_shard_map.py``; what cannot run that way is a ValueError, ``execution/uneven_blocks.py``).
 """
 from __future__ import annotations
 
@@ -31,11 +34,18 @@ from ..core.errors import api_boundary
 from ..core.expansion import trace_nested
 from ..core.interpret import eval_jaxpr
 from ..core.jaxpr import Var
+from ..core.staging import source_note
 from ..core.pytree import flatten_up_to, tree_flatten, tree_leaves, tree_structure, tree_unflatten
 from ..core.trace import current_trace, typeof
 from ..lax import api as lax
 from .sharding import Mesh, PartitionSpec, current_mesh
 from .shard_map_rules import shard_map_p
+
+
+#: what a size error in the whole-array program means (``core.staging.source_note``)
+WHOLE_ARRAY_NOTE = ("in the whole-array program of a shard_map (what runs it under vmap, and under grad "
+                    "when its function holds a loop or a cond), whose blocks all have one length: a "
+                    "dynamic length its blocks do not divide cannot run there")
 
 
 def _is_spec(s) -> bool:
@@ -293,7 +303,8 @@ def bind_shard_map(fn: Callable, leaves: Sequence[Any], in_specs: Sequence[Parti
         inputs = list(consts) + list(vals)
         out_shapes = [tuple(d if isinstance(d, int) else (inputs[d[1]] if d[0] == "operand" else sizes[d[1]])
                             for d in row) for row in shapes]
-        return _vmap_interpretation(body.jaxpr, mesh, mapped, in_specs, out_specs, consts, vals, out_shapes)
+        with source_note(WHOLE_ARRAY_NOTE):
+            return _vmap_interpretation(body.jaxpr, mesh, mapped, in_specs, out_specs, consts, vals, out_shapes)
 
     whole = trace_nested(whole_fn, tuple((typeof(x), True) for x in operands), lambda r: (list(r), None),
                          expand=False, same_as=operands)
