@@ -152,7 +152,7 @@ def _per_device(ctx: Context, eqn, ops) -> List[Any]:
         return interpret(sub, body, [], vals)
     specs = list(p["in_specs"]) + [PartitionSpec(names) for names, _ in lengths.values()]
     outs = bind_shard_map(padded_body, leaves + [vec for _, vec in lengths.values()], specs, mesh, p["mapped"],
-                          lambda _: list(p["out_specs"]))
+                          lambda _: list(p["out_specs"]), check_replication=not lengths)
     results = []
     for y, w, spec in zip(outs, eqn.outvars, p["out_specs"]):
         for d, whole in enumerate(w.aval.shape):     # t blocks of the bound bb, b logical rows each

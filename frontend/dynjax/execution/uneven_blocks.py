@@ -88,7 +88,7 @@ def check_uneven(eqn, size) -> Optional[Uneven]:
                              f"{split_of[id(block)][0]} and {names}, which differ on a device when the "
                              "length does not divide evenly")
         split_of[id(block)] = (names, lengths)
-    varying = {k for k, (_, lengths) in split_of.items() if len(set(lengths)) > 1}
+    varying = {k: frozenset(names) for k, (names, lengths) in split_of.items() if len(set(lengths)) > 1}
     _check_collectives(body, varying, what)
     stacked = _check_results(eqn, split_of, varying, what)
     # the sizes of each device, to check the body at each of them
@@ -109,38 +109,56 @@ def check_uneven(eqn, size) -> Optional[Uneven]:
     return Uneven(per_device, stacked, what)
 
 
-def _taint(jaxpr, varying: set) -> set:
-    """``varying`` (ids of integer scalars of ``jaxpr`` that differ between devices) and every
-    value computed from them."""
-    out = set(varying)
+def _taint(jaxpr, varying: Dict[int, frozenset]) -> Dict[int, frozenset]:
+    """``varying`` (id of an integer scalar of ``jaxpr`` that differs between devices -> the
+    mesh axes along which it does) and every value computed from them, with the axes of
+    what it is computed from (less those a collective reduces over: a ``psum`` over ``x``
+    is the same on every device along ``x``)."""
+    from ..lax.collectives import all_gather_p, pmax_p, pmin_p, psum_p
+    out = dict(varying)
     for e in jaxpr.eqns:
-        if any(isinstance(a, Var) and id(a) in out for a in e.invars):
-            out.update(id(v) for v in e.outvars)
+        axes = frozenset().union(*[out[id(a)] for a in e.invars if isinstance(a, Var) and id(a) in out])
+        if axes and e.primitive in (psum_p, pmax_p, pmin_p, all_gather_p):
+            axes = axes - _collective_axes(e)
+        if axes:
+            for v in e.outvars:
+                out[id(v)] = out.get(id(v), frozenset()) | axes
     return out
 
 
-def _varies(aval, tainted: set) -> bool:
-    return any(isinstance(d, Var) and id(d) in tainted for d in getattr(aval, "shape", ()))
+def _varies_over(aval, tainted: Dict[int, frozenset]) -> frozenset:
+    """The mesh axes along which the shape of ``aval`` differs between devices."""
+    return frozenset().union(*[tainted[id(d)] for d in getattr(aval, "shape", ())
+                               if isinstance(d, Var) and id(d) in tainted])
 
 
-def _check_collectives(jaxpr, varying: set, what: str) -> None:
-    """A collective (in ``jaxpr`` or a program nested in it) of a value whose shape involves a
-    size that differs between devices: a ValueError naming it and the user's line."""
+def _collective_axes(e) -> frozenset:
+    name = e.params.get("axis_name")
+    return frozenset(name if isinstance(name, (tuple, list)) else (name,))
+
+
+def _check_collectives(jaxpr, varying: Dict[int, frozenset], what: str) -> None:
+    """A collective (in ``jaxpr`` or a program nested in it) over mesh axes along which the
+    shape of its operand differs between devices: a ValueError naming it and the user's
+    line. (Along the other axes the devices it combines have blocks of one length: a psum
+    over ``y`` of blocks split over ``x`` is fine.)"""
     from ..lax.collectives import COLLECTIVE_SET
     from .analysis import nested_jaxprs
     tainted = _taint(jaxpr, varying)
     for e in jaxpr.eqns:
-        if e.primitive in COLLECTIVE_SET and any(_varies(a.aval, tainted) for a in e.invars
-                                                 if not isinstance(a, Literal)):
-            raise ValueError(f"{what}: {e.primitive.name}{_at(e)} combines values whose shape involves "
-                             "the block length, which differs between devices at this size (only a "
-                             "length that divides evenly gives blocks of one shape)")
-        if any(isinstance(a, Var) and id(a) in tainted for a in e.invars):
+        if e.primitive in COLLECTIVE_SET:
+            axes = frozenset().union(*[_varies_over(a.aval, tainted) for a in e.invars if not isinstance(a, Literal)])
+            if axes & _collective_axes(e):
+                raise ValueError(f"{what}: {e.primitive.name}{_at(e)} combines values whose shape involves "
+                                 "the block length, which differs between the devices it combines at this "
+                                 "size (only a length that divides evenly gives blocks of one shape)")
+        axes = frozenset().union(*[tainted[id(a)] for a in e.invars if isinstance(a, Var) and id(a) in tainted])
+        if axes:
             for sub in nested_jaxprs(e):     # every size a nested program takes may vary
-                _check_collectives(sub, {id(v) for v in sub.invars if not v.aval.shape}, what)
+                _check_collectives(sub, {id(v): axes for v in sub.invars if not v.aval.shape}, what)
 
 
-def _check_results(eqn, split_of, varying: set, what: str) -> List[Tuple[Var, object]]:
+def _check_results(eqn, split_of, varying: Dict[int, frozenset], what: str) -> list:
     """Results whose shape involves a block length that differs between devices: a block
     put back over its split's mesh axes, or (returned) each device's value on leading axes
     split over them; anything else is a ValueError."""
@@ -152,6 +170,11 @@ def _check_results(eqn, split_of, varying: set, what: str) -> List[Tuple[Var, ob
         if isinstance(v, Literal):
             continue
         named = {n for d in range(len(spec)) for n in spec._names(d)}
+        if id(v) in tainted and not tainted[id(v)] <= named:
+            raise ValueError(f"{what}: result {k} of the mapped function is computed from the block "
+                             f"length, which differs between devices along mesh axes "
+                             f"{tuple(sorted(tainted[id(v)] - named))} at this size, but its out_specs "
+                             f"{spec} does not split it over them")
         stack = []
         for d, dim in enumerate(v.aval.shape):
             if not (isinstance(dim, Var) and id(dim) in tainted):
