@@ -2,20 +2,27 @@
 (``execution/padding.py``'s interpretation, continued).
 
 A padded array holds its logical elements first along each dynamic axis, then garbage. A
-``shard_map`` whose split dimension is dynamic cuts such an array into ``t`` equal blocks,
-so the padded program lays it out *per device* first: block ``k`` of the ``t * Bb`` padded
-rows holds the ``b = n / t`` logical rows of device ``k`` then padding (``Bb`` is the bound
-of the block length ``b``). The per-device body is the padding interpretation of the body
-(its block length ``b`` a logical size like any other: reductions mask beyond it), bound
-as a ``shard_map`` again, so a partitioned program still lowers it as the per-device program.
-Its results, per-device padded, are gathered back into logical-first order.
+``shard_map`` whose split dimension is dynamic cuts ``n`` rows into ``t`` blocks of
+``B = ceil(n / t)`` rows, the last ones shorter or empty (``b_k = clamp(n - k*B, 0, B)``
+rows on device ``k``: 13 over 4 are 4, 4, 4, 1), as XLA tiles an unevenly split dimension.
+So the padded program lays such an array out *per device* first: block ``k`` of the
+``t * Bb`` padded rows holds device ``k``'s rows ``k*B ..`` then padding (``Bb``, the bound of
+the longest block, is ``ceil(bound(n) / t)``: ``padding.bound_hint_rules`` raise the block
+length operand's bound to it). The per-device body is the padding interpretation of the
+body, bound as a ``shard_map`` again (a partitioned program still lowers it as the
+per-device program), with one more operand per block length: the int64 vector of the ``t``
+lengths ``b_k``, split over the same mesh axes, so each device (or, in the whole-array
+program, each member of the vmaps) reads its own length and the body's reductions mask
+beyond it. Its results, per-device padded, are gathered back into logical-first order.
+When ``t`` divides ``n`` every ``b_k`` is ``n / t``: today's layout and values.
 
-Every device has the same block length, so the collectives combine the logical elements of
-the blocks with each other and padding with padding: ``psum pmax pmin ppermute axis_index``
-and the others along static axes stay as they are. Along a dynamic axis, an ``all_gather``
-(tiled) is compacted afterwards, a ``psum_scatter`` lays its operand out per device first,
-an ``all_to_all`` both. A body the rules cannot pad makes the shard_map pad its whole-array
-program instead (same values, no per-device program).
+The collectives combine the blocks of the devices position by position: ``psum pmax pmin
+ppermute axis_index`` and the others along static axes stay as they are (values whose
+shape involves a block length that differs between the devices a collective combines are
+refused on the host, ``uneven_blocks.py``). Along a dynamic axis, an ``all_gather`` (tiled)
+is compacted afterwards, a ``psum_scatter`` lays its operand out per device first, an
+``all_to_all`` both. A body the rules cannot pad makes the shard_map pad its whole-array
+program instead (same values, no per-device program; only for blocks of one length).
 """
 from __future__ import annotations
 
@@ -39,8 +46,8 @@ def _take(x, axis: int, src):
 
 
 def _spread(x, axis: int, t: int, b, bb: int):
-    """Logical-first rows (``t * b`` of them) laid out per device: ``t`` blocks of ``bb``,
-    block ``k`` starting with rows ``k*b .. k*b + b``."""
+    """Logical-first rows laid out per device: ``t`` blocks of ``bb``, block ``k`` starting
+    with rows ``k*b .. k*b + b`` (those beyond the logical ones are padding)."""
     idx = lax.iota(int64, t * bb)
     k, j = lax.div(idx, np.int64(bb)), lax.rem(idx, np.int64(bb))
     src = lax.add(lax.mul(k, lax.broadcast_in_dim(_i64(b), (t * bb,), ())), j)
@@ -102,9 +109,13 @@ def pad_shard_map(ctx: Context, eqn, *ops):
         return eqn.primitive.bind(*ops, **eqn.params)
     try:
         return _per_device(ctx, eqn, ops)
-    except NotPaddable:
-        whole = eqn.params["jaxpr"]
+    except NotPaddable as e:
+        per_device = e
+    whole = eqn.params["jaxpr"]
+    try:
         return _nested(ctx, eqn, 0, whole, list(ops), [[(k, k) for k in range(len(whole.invars))]])
+    except NotPaddable:   # the body's reason says more than the whole-array program's reshapes
+        raise NotPaddable(f"the shard_map's body: {per_device}") from None
 
 
 def _device_lengths(n, t: int):
