@@ -211,8 +211,9 @@ def in_a_sharded_qjit():
 @case
 def what_needs_blocks_of_one_length_is_a_value_error():
     """A collective of the block itself, a result sized by the block length but not put back
-    over the mesh, or a block length returned unsplit: fine at 8 rows, a ValueError naming
-    the collective / result and the user's line at 13. A static length stays JAX's error."""
+    over the mesh, a block length returned unsplit, or a body that cannot run padded: fine at
+    8 rows, a ValueError naming the collective / result / reason and the user's line at 13.
+    A static length stays JAX's error."""
     import dynjax
     import dynjax.numpy as jnp
     from dynjax import lax
@@ -235,6 +236,10 @@ def what_needs_blocks_of_one_length_is_a_value_error():
     length = mapped(lambda x: x.shape[0], P())
     assert length(np.arange(8.0)) == 2
     raises(ValueError, length, np.arange(13.0), match="result 0")
+    # a body the padding rules cannot pad (an fft) runs only blocks of one length
+    spectra = mapped(lambda x: lax.psum(jnp.abs(jnp.fft.fft(x)).sum(), "d"), P())
+    np.testing.assert_allclose(spectra(np.ones(8)), 8.0)
+    raises(ValueError, spectra, np.ones(13), match=("run padded", "fft"))
     static = dynjax.qjit(dynjax.shard_map(lambda x: lax.psum(x.sum(), "d"), mesh=mesh, in_specs=P("d"),
                                           out_specs=P()))
     raises(ValueError, static, np.arange(13.0), match="does not split into 4 blocks")
