@@ -72,7 +72,7 @@ def _ceil_div(n, t: int):
     return lax.div(lax.add(_i64(n), np.int64(t - 1)), np.int64(t))
 
 
-def _splits(eqn):
+def dynamic_splits(eqn):
     """Per body input ``m`` and dim ``d`` of it that is a dynamic dimension split in ``t > 1``
     blocks: ``(m, d, t, names, whole, at, length)``, ``whole`` the dim split (of the operand),
     ``at`` the body input that is the block length and ``length`` the operand giving it (both
@@ -96,7 +96,7 @@ def length_hints(eqn):
     """``bound_hint_rules`` of ``shard_map``: a block length operand is bounded by the longest
     block, ``ceil(bound(n) / t)``."""
     return [(length, lambda ctx, whole=whole, t=t: -(-ctx.bound(whole) // t))
-            for _, _, t, _, whole, _, length in _splits(eqn) if length is not None]
+            for _, _, t, _, whole, _, length in dynamic_splits(eqn) if length is not None]
 
 
 def pad_shard_map(ctx: Context, eqn, *ops):
@@ -135,7 +135,7 @@ def _per_device(ctx: Context, eqn, ops) -> List[Any]:
     leaves = [ops[i] for i in p["body_inputs"]]
     lengths = {}      # body input m of a block length -> (its split's mesh axes, its lengths vector)
     bounds = {}       # body input m of a block length -> the bound of the longest block
-    for m, d, t, names, whole, at, length in _splits(eqn):
+    for m, d, t, names, whole, at, length in dynamic_splits(eqn):
         if length is None:
             raise NotPaddable("a shard_map block length that is not an input of its body")
         bb = ctx.bound(length)

@@ -52,16 +52,11 @@ class Uneven:
 
 def _splits(eqn, size):
     """Per dynamic dimension the shard_map splits in ``t > 1`` blocks, at these sizes:
-    ``(names, t, n, block)`` (``n`` None when unknown, ``block`` the body's dim)."""
-    p = eqn.params
-    out = []
-    for m, (i, spec) in enumerate(zip(p["body_inputs"], p["in_specs"])):
-        for d, dim in enumerate(eqn.invars[i].aval.shape):
-            names = spec._names(d)
-            t = int(np.prod([p["mesh"].shape[n] for n in names])) if names else 1
-            if t > 1 and not isinstance(dim, int):
-                out.append((tuple(names), t, size(dim), p["body"].invars[m].aval.shape[d], d))
-    return out
+    ``(names, t, n, block, d)`` (``n`` None when unknown, ``block`` the body's dim)."""
+    from .padding_shard_map import dynamic_splits
+    body = eqn.params["body"]
+    return [(tuple(names), t, size(whole), body.invars[m].aval.shape[d], d)
+            for m, d, t, names, whole, _, _ in dynamic_splits(eqn)]
 
 
 def check_uneven(eqn, size) -> Optional[Uneven]:
