@@ -35,6 +35,19 @@ def device_lengths(n: int, t: int) -> List[int]:
     return [min(max(n - k * big, 0), big) for k in range(t)]
 
 
+def describe_lengths(lengths: List[int]) -> str:
+    """``4, 4, 4, 1``; for many blocks, runs of equal lengths: ``4 (x2047), 3``."""
+    if len(lengths) <= 8:
+        return ", ".join(map(str, lengths))
+    runs: List[List[int]] = []
+    for v in lengths:
+        if runs and runs[-1][0] == v:
+            runs[-1][1] += 1
+        else:
+            runs.append([v, 1])
+    return ", ".join(f"{v} (x{c})" if c > 1 else str(v) for v, c in runs)
+
+
 def _at(eqn) -> str:
     return f" (at {eqn.source_info[0]}:{eqn.source_info[1]})" if eqn.source_info else ""
 
@@ -71,7 +84,7 @@ def check_uneven(eqn, size) -> Optional[Uneven]:
         return None
     names0, t0, n0, _, d0 = uneven[0]
     what = (f"shard_map: dimension {d0} of length {n0} splits into {t0} blocks over mesh axes {names0} "
-            f"of {', '.join(map(str, device_lengths(n0, t0)))} rows{_at(eqn)}")
+            f"of {describe_lengths(device_lengths(n0, t0))} rows{_at(eqn)}")
     positions = {id(v): m for m, v in enumerate(body.invars)}
     split_of: Dict[int, Tuple[tuple, List[int]]] = {}     # id of a block length input -> (names, lengths)
     for names, t, n, block, _ in splits:
