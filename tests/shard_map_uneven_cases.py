@@ -158,7 +158,7 @@ def two_by_two_mesh_over_both_axes_and_over_one():
 def grad_of_a_data_parallel_loss():
     """grad of sum(tanh(x @ w) ** 2), each device's part psum'ed: by w (the usual data
     parallel step) and by the split rows, at 1, 8 and 13 rows, against the derivative by
-    hand and a central difference; one trace."""
+    hand and a central difference; one trace. And the pmean of the devices' means."""
     import dynjax
     import dynjax.numpy as jnp
     from dynjax import lax
@@ -184,6 +184,17 @@ def grad_of_a_data_parallel_loss():
         np.testing.assert_allclose(gw, fd, rtol=1e-6, atol=1e-8)
         np.testing.assert_allclose(by_x(w, x), np.outer(2 * t * (1 - t ** 2), w), rtol=1e-12)
     assert by_w.traces == 1 and by_x.traces == 1
+    # the mean of each device's mean (every device weighs alike, whatever its length)
+    mean_loss = dynjax.shard_map(lambda w, x: lax.pmean(jnp.mean(jnp.tanh(x @ w) ** 2), "d"), mesh=mesh,
+                                 in_specs=(P(), P("d")), out_specs=P())
+    by_w = dynjax.qjit(dynjax.value_and_grad(mean_loss), abstracted_axes=({}, {0: "n"}))
+    for n in (8, 13):
+        x = rng.standard_normal((n, 3))
+        value, gw = by_w(w, x)
+        parts = blocks(x, 4)
+        np.testing.assert_allclose(value, np.mean([np.mean(np.tanh(b @ w) ** 2) for b in parts]), rtol=1e-12)
+        want = np.mean([b.T @ (2 * np.tanh(b @ w) * (1 - np.tanh(b @ w) ** 2)) / len(b) for b in parts], axis=0)
+        np.testing.assert_allclose(gw, want, rtol=1e-12)
 
 
 @case
