@@ -295,7 +295,7 @@ class Segment:
         of a ``shard_map`` split unevenly at them (then only the padded program can run)."""
         baked_values = {i: int(args[i]) for i in self.baked}
         return check_sizes(self.jaxpr, {id(self.jaxpr.invars[i]): v for i, v in baked_values.items()},
-                    self.describe_input, {id(self.jaxpr.invars[i]): i for i in baked_values})
+                           self.describe_input, {id(self.jaxpr.invars[i]): i for i in baked_values})
 
     def _compile_exact_later(self, key, args, record: "_SizeRecord"):
         """A recurring size: compile its exact executable (tier 2), in the background unless
