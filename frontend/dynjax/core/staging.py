@@ -10,8 +10,10 @@ Numpy arrays met while tracing become constvars of the outermost jaxpr.
 """
 from __future__ import annotations
 
+import contextlib
 import math
 import sys
+import threading
 from typing import Dict, List, Optional, Sequence
 
 import numpy as np
@@ -23,12 +25,38 @@ from .primitive import abstract_eval_rules, effectful_primitives, symbolic_rules
 from .symbolic import Expr, Symbol, single_symbols
 from .trace import Trace, Tracer, new_trace, next_level
 
+class SourceInfo(tuple):
+    """``(filename, lineno)`` of an equation's user line, with ``note``: what dynjax made the
+    equation for, when that explains an error at run time better than the line alone."""
+    note: Optional[str] = None
+
+
+_notes = threading.local()
+
+
+@contextlib.contextmanager
+def source_note(note: str):
+    """The equations staged inside carry ``note`` in their source info (``SourceInfo``)."""
+    old = getattr(_notes, "note", None)
+    _notes.note = note
+    try:
+        yield
+    finally:
+        _notes.note = old
+
+
 def user_frame():
-    """(filename, lineno) of the innermost stack frame outside dynjax, or None."""
+    """(filename, lineno) of the innermost stack frame outside dynjax, or None; a
+    ``SourceInfo`` with a note inside ``source_note``."""
     f = sys._getframe(1)
     while f is not None:
         if not in_package(f.f_code.co_filename):
-            return (f.f_code.co_filename, f.f_lineno)
+            note = getattr(_notes, "note", None)
+            if note is None:
+                return (f.f_code.co_filename, f.f_lineno)
+            info = SourceInfo((f.f_code.co_filename, f.f_lineno))
+            info.note = note
+            return info
         f = f.f_back
     return None
 

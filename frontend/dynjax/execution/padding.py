@@ -20,7 +20,12 @@ here, or a size whose interval is unknown, raises ``NotPaddable``: that segment 
 runs exact-size executables (``program.Segment``).
 
 ``padding_rules`` maps a primitive to ``rule(ctx, eqn, *operands) -> result(s)`` over
-padded operands; ``interval_rules`` gives the intervals of integer scalars.
+padded operands; ``interval_rules`` gives the intervals of integer scalars. A consumer may
+need a size padded further than its interval says (a ``shard_map`` block length ``n // t``
+is bounded by ``ceil(bound(n) / t)``, the length of its longest block when ``t`` does not
+divide ``n``): ``bound_hint_rules`` maps a primitive to ``rule(eqn) -> [(atom, fn(ctx))]``,
+and the upper end of each such atom is raised to ``fn(ctx)`` where it is defined, before
+any value takes its shape from it (raising an upper end keeps every bound valid).
 """
 from __future__ import annotations
 
@@ -41,6 +46,7 @@ class NotPaddable(Exception):
 
 padding_rules: Dict[Any, Callable] = {}
 interval_rules: Dict[Any, Callable] = {}
+bound_hint_rules: Dict[Any, Callable] = {}
 
 #: the smallest bucket: sizes 0..16 share one executable
 MIN_BUCKET = 16
@@ -166,6 +172,7 @@ def interpret(ctx: Context, jaxpr: Jaxpr, consts: Sequence[Any], args: Sequence[
             ctx.intervals[id(v)] = (int(c), int(c))
     for v, x in zip(jaxpr.invars, args):
         ctx.env[id(v)] = x
+    hints = _bound_hints(jaxpr)
     for eqn in jaxpr.eqns:
         rule = padding_rules.get(eqn.primitive)
         if rule is None:
@@ -182,10 +189,24 @@ def interpret(ctx: Context, jaxpr: Jaxpr, consts: Sequence[Any], args: Sequence[
                 if id(v) in ctx.clip:
                     hi = ctx.clip[id(v)] if hi is None else min(hi, ctx.clip[id(v)])
                     lo = 0 if lo is None else lo
+                if hi is not None and id(v) in hints:
+                    hi = max([hi] + [fn(ctx) for fn in hints[id(v)]])
                 ctx.intervals[id(v)] = (lo, hi)
             for d in v.aval.shape:   # every dim of a result must have a bound
                 ctx.bound(d)
     return [ctx.read(a) for a in jaxpr.outvars]
+
+
+def _bound_hints(jaxpr: Jaxpr) -> Dict[int, List[Callable]]:
+    """The upper ends ``bound_hint_rules`` ask of the integer scalars ``jaxpr`` computes."""
+    hints: Dict[int, List[Callable]] = {}
+    for eqn in jaxpr.eqns:
+        rule = bound_hint_rules.get(eqn.primitive)
+        if rule is not None:
+            for atom, fn in rule(eqn):
+                if not isinstance(atom, Literal):
+                    hints.setdefault(id(atom), []).append(fn)
+    return hints
 
 
 class PaddedProgram:

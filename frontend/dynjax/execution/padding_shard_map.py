@@ -2,20 +2,27 @@
 (``execution/padding.py``'s interpretation, continued).
 
 A padded array holds its logical elements first along each dynamic axis, then garbage. A
-``shard_map`` whose split dimension is dynamic cuts such an array into ``t`` equal blocks,
-so the padded program lays it out *per device* first: block ``k`` of the ``t * Bb`` padded
-rows holds the ``b = n / t`` logical rows of device ``k`` then padding (``Bb`` is the bound
-of the block length ``b``). The per-device body is the padding interpretation of the body
-(its block length ``b`` a logical size like any other: reductions mask beyond it), bound
-as a ``shard_map`` again, so a partitioned program still lowers it as the per-device program.
-Its results, per-device padded, are gathered back into logical-first order.
+``shard_map`` whose split dimension is dynamic cuts ``n`` rows into ``t`` blocks of
+``B = ceil(n / t)`` rows, the last ones shorter or empty (``b_k = clamp(n - k*B, 0, B)``
+rows on device ``k``: 13 over 4 are 4, 4, 4, 1), as XLA tiles an unevenly split dimension.
+So the padded program lays such an array out *per device* first: block ``k`` of the
+``t * Bb`` padded rows holds device ``k``'s rows ``k*B ..`` then padding (``Bb``, the bound of
+the longest block, is ``ceil(bound(n) / t)``: ``padding.bound_hint_rules`` raise the block
+length operand's bound to it). The per-device body is the padding interpretation of the
+body, bound as a ``shard_map`` again (a partitioned program still lowers it as the
+per-device program), with one more operand per block length: the int64 vector of the ``t``
+lengths ``b_k``, split over the same mesh axes, so each device (or, in the whole-array
+program, each member of the vmaps) reads its own length and the body's reductions mask
+beyond it. Its results, per-device padded, are gathered back into logical-first order.
+When ``t`` divides ``n`` every ``b_k`` is ``n / t``: today's layout and values.
 
-Every device has the same block length, so the collectives combine the logical elements of
-the blocks with each other and padding with padding: ``psum pmax pmin ppermute axis_index``
-and the others along static axes stay as they are. Along a dynamic axis, an ``all_gather``
-(tiled) is compacted afterwards, a ``psum_scatter`` lays its operand out per device first,
-an ``all_to_all`` both. A body the rules cannot pad makes the shard_map pad its whole-array
-program instead (same values, no per-device program).
+The collectives combine the blocks of the devices position by position: ``psum pmax pmin
+ppermute axis_index`` and the others along static axes stay as they are (values whose
+shape involves a block length that differs between the devices a collective combines are
+refused on the host, ``uneven_blocks.py``). Along a dynamic axis, an ``all_gather`` (tiled)
+is compacted afterwards, a ``psum_scatter`` lays its operand out per device first, an
+``all_to_all`` both. A body the rules cannot pad makes the shard_map pad its whole-array
+program instead (same values, no per-device program; only for blocks of one length).
 """
 from __future__ import annotations
 
@@ -39,8 +46,8 @@ def _take(x, axis: int, src):
 
 
 def _spread(x, axis: int, t: int, b, bb: int):
-    """Logical-first rows (``t * b`` of them) laid out per device: ``t`` blocks of ``bb``,
-    block ``k`` starting with rows ``k*b .. k*b + b``."""
+    """Logical-first rows laid out per device: ``t`` blocks of ``bb``, block ``k`` starting
+    with rows ``k*b .. k*b + b`` (those beyond the logical ones are padding)."""
     idx = lax.iota(int64, t * bb)
     k, j = lax.div(idx, np.int64(bb)), lax.rem(idx, np.int64(bb))
     src = lax.add(lax.mul(k, lax.broadcast_in_dim(_i64(b), (t * bb,), ())), j)
@@ -56,20 +63,40 @@ def _compact(y, axis: int, b, bb: int, length: int):
     return _take(y, axis, src)
 
 
-def _block_dims(ctx: Context, eqn, aval_outer, aval_body, spec, mesh, positions):
-    """Per dim of a value split as ``spec``: None, or ``(t, b, bb)`` for a dynamic dim split in
-    ``t`` blocks of logical length ``b`` and bound ``bb``."""
+def _pieces(spec, d: int, mesh) -> int:
+    return int(np.prod([mesh.shape[n] for n in spec._names(d)])) if spec._names(d) else 1
+
+
+def _ceil_div(n, t: int):
+    """``ceil(n / t)`` of a logical size (an int or a traced i64 scalar)."""
+    return lax.div(lax.add(_i64(n), np.int64(t - 1)), np.int64(t))
+
+
+def dynamic_splits(eqn):
+    """Per body input ``m`` and dim ``d`` of it that is a dynamic dimension split in ``t > 1``
+    blocks: ``(m, d, t, names, whole, at, length)``, ``whole`` the dim split (of the operand),
+    ``at`` the body input that is the block length and ``length`` the operand giving it (both
+    None when the block length is not an input of the body)."""
+    p = eqn.params
+    body, mesh = p["body"], p["mesh"]
+    positions = {id(v): m for m, v in enumerate(body.invars)}
     out = []
-    for d, (whole, block) in enumerate(zip(aval_outer.shape, aval_body.shape)):
-        t = int(np.prod([mesh.shape[n] for n in spec._names(d)])) if spec._names(d) else 1
-        if t == 1 or isinstance(whole, int):
-            out.append(None)
-            continue
-        if not isinstance(block, Var) or id(block) not in positions:
-            raise NotPaddable("a shard_map block length that is not an input of its body")
-        operand = eqn.invars[eqn.params["body_inputs"][positions[id(block)]]]
-        out.append((t, ctx.read(operand), ctx.bound(operand)))
+    for m, (i, spec) in enumerate(zip(p["body_inputs"], p["in_specs"])):
+        for d, (whole, block) in enumerate(zip(eqn.invars[i].aval.shape, body.invars[m].aval.shape)):
+            t = _pieces(spec, d, mesh)
+            if t == 1 or isinstance(whole, int):
+                continue
+            at = positions.get(id(block)) if isinstance(block, Var) else None
+            length = eqn.invars[p["body_inputs"][at]] if at is not None else None
+            out.append((m, d, t, spec._names(d), whole, at, length))
     return out
+
+
+def length_hints(eqn):
+    """``bound_hint_rules`` of ``shard_map``: a block length operand is bounded by the longest
+    block, ``ceil(bound(n) / t)``."""
+    return [(length, lambda ctx, whole=whole, t=t: -(-ctx.bound(whole) // t))
+            for _, _, t, _, whole, _, length in dynamic_splits(eqn) if length is not None]
 
 
 def pad_shard_map(ctx: Context, eqn, *ops):
@@ -82,43 +109,67 @@ def pad_shard_map(ctx: Context, eqn, *ops):
         return eqn.primitive.bind(*ops, **eqn.params)
     try:
         return _per_device(ctx, eqn, ops)
-    except NotPaddable:
-        whole = eqn.params["jaxpr"]
+    except NotPaddable as e:
+        per_device = e
+    whole = eqn.params["jaxpr"]
+    try:
         return _nested(ctx, eqn, 0, whole, list(ops), [[(k, k) for k in range(len(whole.invars))]])
+    except NotPaddable:   # the body's reason says more than the whole-array program's reshapes
+        raise NotPaddable(f"the shard_map's body: {per_device}") from None
+
+
+def _device_lengths(n, t: int):
+    """The ``t`` block lengths of ``n`` rows cut in blocks of ``ceil(n / t)`` (the last ones
+    shorter or empty), an int64 vector."""
+    big = _ceil_div(n, t)
+    k = lax.iota(int64, t)
+    rest = lax.sub(lax.broadcast_in_dim(_i64(n), (t,), ()), lax.mul(k, lax.broadcast_in_dim(big, (t,), ())))
+    return lax.max(lax.min(rest, lax.broadcast_in_dim(big, (t,), ())), lax.broadcast_in_dim(np.int64(0), (t,), ()))
 
 
 def _per_device(ctx: Context, eqn, ops) -> List[Any]:
     from ..parallel.shard_map import bind_shard_map
+    from ..parallel.sharding import PartitionSpec
     p = eqn.params
     body, mesh = p["body"], p["mesh"]
-    positions = {id(v): m for m, v in enumerate(body.invars)}
-    leaves = []
-    for m, (i, spec) in enumerate(zip(p["body_inputs"], p["in_specs"])):
-        x = ops[i]
-        for d, split in enumerate(_block_dims(ctx, eqn, eqn.invars[i].aval, body.invars[m].aval, spec, mesh,
-                                              positions)):
-            if split is not None:
-                t, b, bb = split
-                x = _spread(x, d, t, b, bb)
-        leaves.append(x)
+    leaves = [ops[i] for i in p["body_inputs"]]
+    lengths = {}      # body input m of a block length -> (its split's mesh axes, its lengths vector)
+    bounds = {}       # body input m of a block length -> the bound of the longest block
+    for m, d, t, names, whole, at, length in dynamic_splits(eqn):
+        if length is None:
+            raise NotPaddable("a shard_map block length that is not an input of its body")
+        bb = ctx.bound(length)
+        if bb * t < ctx.bound(whole):
+            raise NotPaddable("a shard_map block length bounded below its longest block")
+        leaves[m] = _spread(leaves[m], d, t, _ceil_div(ctx.size(whole), t), bb)
+        if at not in lengths:
+            lengths[at] = (names, _device_lengths(ctx.size(whole), t))
+            bounds[at] = bb
     sub = Context()
     sub.running = ctx.running
     for m, i in enumerate(p["body_inputs"]):
         lo_hi = ctx.interval(eqn.invars[i])
         if lo_hi != (None, None):
             sub.intervals[id(body.invars[m])] = lo_hi
+    for at, bb in bounds.items():
+        sub.intervals[id(body.invars[at])] = (0, bb)
+    at_length = list(lengths)
+    nleaf = len(leaves)
 
     def padded_body(*xs):
-        return interpret(sub, body, [], xs)
-    outs = bind_shard_map(padded_body, leaves, list(p["in_specs"]), mesh, p["mapped"],
-                          lambda _: list(p["out_specs"]))
+        vals = list(xs[:nleaf])
+        for at, own in zip(at_length, xs[nleaf:]):     # this device's block length
+            vals[at] = lax.convert_element_type(lax.reshape(own, ()), body.invars[at].aval.dtype)
+        return interpret(sub, body, [], vals)
+    specs = list(p["in_specs"]) + [PartitionSpec(names) for names, _ in lengths.values()]
+    outs = bind_shard_map(padded_body, leaves + [vec for _, vec in lengths.values()], specs, mesh, p["mapped"],
+                          lambda _: list(p["out_specs"]), check_replication=not lengths)
     results = []
     for y, w, spec in zip(outs, eqn.outvars, p["out_specs"]):
         for d, whole in enumerate(w.aval.shape):     # t blocks of the bound bb, b logical rows each
-            t = int(np.prod([mesh.shape[n] for n in spec._names(d)])) if spec._names(d) else 1
+            t = _pieces(spec, d, mesh)
             if t > 1 and not isinstance(whole, int):
-                b = lax.div(_i64(ctx.size(whole)), np.int64(t))
-                y = _compact(y, d, b, lax_shape(y)[d] // t, ctx.bound(whole))
+                y = _compact(y, d, _ceil_div(ctx.size(whole), t), lax_shape(y)[d] // t, ctx.bound(whole))
         results.append(y)
     return results
 

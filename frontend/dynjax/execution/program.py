@@ -288,10 +288,12 @@ class Segment:
         seconds = self.compile_seconds
         return tiers.DEFAULT_COMPILE_SECONDS if seconds is None else seconds
 
-    def _check(self, args):
+    def _check(self, args) -> Optional[str]:
+        """The host checks of these sizes (``size_checks.check_sizes``): None, or a description
+        of a ``shard_map`` split unevenly at them (then only the padded program can run)."""
         baked_values = {i: int(args[i]) for i in self.baked}
-        check_sizes(self.jaxpr, {id(self.jaxpr.invars[i]): v for i, v in baked_values.items()},
-                    self.describe_input, {id(self.jaxpr.invars[i]): i for i in baked_values})
+        return check_sizes(self.jaxpr, {id(self.jaxpr.invars[i]): v for i, v in baked_values.items()},
+                           self.describe_input, {id(self.jaxpr.invars[i]): i for i in baked_values})
 
     def _compile_exact_later(self, key, args, record: "_SizeRecord"):
         """A recurring size: compile its exact executable (tier 2), in the background unless
@@ -327,7 +329,7 @@ class Segment:
         the caller knows better than "a new size" (a size that recurred)."""
         from .. import runtime
         baked_values = {i: int(args[i]) for i in self.baked}
-        self._check(args)
+        uneven = self._check(args)
         key = self._key(args)
         old = self.cache.keys()
         what = "exact: " + self._describe_key(key)
@@ -336,6 +338,12 @@ class Segment:
             return why or explain.compile_why(key, old, self.describe_input, self.runtime, self.baked)
         if self.exact_by_padding:
             return self._compile_exact_padded(baked_values, what, reason)
+        if uneven is not None:   # blocks of different lengths: the padded program of these sizes
+            try:
+                return self._compile_exact_padded(baked_values, what, reason)
+            except NotPaddable as e:
+                raise ValueError(f"{uneven}: blocks of different lengths need the program to run "
+                                 f"padded, which it cannot ({e}); give a length the blocks divide") from None
         explain.maybe(explain.recompiles, lambda: explain.compile_reason(
             "specialize and compile exact sizes", key, old, self.describe_input,
             self.runtime, self.baked))

@@ -4,12 +4,14 @@ Once the baked integers of a segment are known, every foldable size can be compu
 the host with the numpy impl rules. ``check_sizes`` does that and rejects what XLA would
 fail on obscurely (or hang on): negative sizes, zero ``for_loop`` steps, reshapes whose
 element counts differ and slices larger than their axis. Errors name the argument or the
-user's line.
+user's line. A ``shard_map`` that splits a dynamic dimension unevenly at these sizes is
+checked by ``uneven_blocks.py`` (its body at each device's sizes), and reported to the
+caller: only the padded program can run it.
 """
 from __future__ import annotations
 
 import os
-from typing import Dict
+from typing import Dict, List, Optional
 
 import numpy as np
 
@@ -17,6 +19,7 @@ from ..core.jaxpr import Jaxpr, Literal
 from ..core.primitive import impl_rules
 from .analysis import _FOLDABLE, dims_of, fixed_inputs, is_scalar, nested_jaxprs
 from .analysis import is_int_scalar as _is_int_scalar
+from .uneven_blocks import check_stacked_uses, check_uneven
 
 
 class SizeError(ValueError):
@@ -47,10 +50,13 @@ def _gib(n: int) -> str:
     return f"{n / (1 << 30):.1f} GiB"
 
 
-def check_sizes(jaxpr: Jaxpr, known: Dict[int, int], describe_input, input_pos: Dict[int, int]):
+def check_sizes(jaxpr: Jaxpr, known: Dict[int, int], describe_input, input_pos: Dict[int, int]) -> Optional[str]:
     """Evaluate the foldable integer scalars on the host and reject negative sizes and zero
-    for_loop steps before anything is compiled (XLA would fail obscurely, or hang)."""
+    for_loop steps before anything is compiled (XLA would fail obscurely, or hang). Returns
+    None, or (a description) when a ``shard_map`` splits a dimension unevenly at these sizes:
+    the program must then run padded."""
     from ..control_flow.primitives import for_loop_p
+    uneven_found: List[str] = []
 
     def where(var, eqn=None):
         if id(var) in input_pos:
@@ -67,6 +73,9 @@ def check_sizes(jaxpr: Jaxpr, known: Dict[int, int], describe_input, input_pos: 
                 return int(a.val) if kind in "biu" else None
             return env.get(id(a))
         producer, wrapped = {}, {}
+
+        def size(d):
+            return d if isinstance(d, int) else env.get(id(d))
 
         def negative(d, val, eqn=None):
             if id(d) in wrapped:   # np.uint64(2**64 - 1) converted to an int64 size is -1
@@ -92,9 +101,13 @@ def check_sizes(jaxpr: Jaxpr, known: Dict[int, int], describe_input, input_pos: 
                     val = env.get(id(d))
                     if val is not None and val < 0:
                         raise negative(d, val, producer.get(id(d), eqn))
-            _check_shapes(eqn, lambda d: d if isinstance(d, int) else env.get(id(d)), top=jx is jaxpr)
+            _check_shapes(eqn, size, top=jx is jaxpr)
+            uneven = check_uneven(eqn, size) if eqn.primitive.name == "shard_map" else None
+            if uneven is not None:
+                uneven_found.append(uneven.what)
+                check_stacked_uses(jx, uneven.stacked, uneven.what, size)
             if jx is jaxpr:   # code that certainly runs: its arrays must fit in memory
-                _check_bytes(eqn, lambda d: d if isinstance(d, int) else env.get(id(d)))
+                _check_bytes(eqn, size)
             if eqn.primitive is for_loop_p and value(eqn.invars[eqn.params["body_nconsts"] + 2]) == 0:
                 loc = f" (at {eqn.source_info[0]}:{eqn.source_info[1]})" if eqn.source_info else ""
                 raise ValueError(f"for_loop: step must not be zero, the loop would never end{loc}")
@@ -104,9 +117,14 @@ def check_sizes(jaxpr: Jaxpr, known: Dict[int, int], describe_input, input_pos: 
                     x = value(eqn.invars[j])
                     if x is not None and _is_int_scalar(sub.invars[k]):
                         inner[id(sub.invars[k])] = x
-                walk(sub, inner)
+                if uneven is None:
+                    walk(sub, inner)
+                elif sub is eqn.params["body"]:   # (the whole-array program does not run)
+                    for sizes in uneven.per_device:
+                        walk(sub, {**inner, **sizes})
 
     walk(jaxpr, dict(known))
+    return uneven_found[0] if uneven_found else None
 
 
 def _at(eqn) -> str:
@@ -122,10 +140,10 @@ def _check_shapes(eqn, size, top: bool) -> None:
         src = [size(d) for d in eqn.invars[0].aval.shape]
         dst = [size(d) for d in eqn.outvars[0].aval.shape]
         if None not in src and None not in dst and int(np.prod(src)) != int(np.prod(dst)):
+            note = getattr(eqn.source_info, "note", None)
             raise ValueError(f"cannot reshape an array of shape {tuple(src)} ({int(np.prod(src))} elements) "
-                             f"into shape {tuple(dst)} ({int(np.prod(dst))} elements){_at(eqn)}")
-    elif eqn.primitive.name == "shard_map":
-        _check_blocks(eqn, size)
+                             f"into shape {tuple(dst)} ({int(np.prod(dst))} elements){_at(eqn)}"
+                             + (f": {note}" if note else ""))
     elif eqn.primitive is dynamic_slice_p and top:
         src = [size(d) for d in eqn.invars[0].aval.shape]
         dst = [size(d) for d in eqn.outvars[0].aval.shape]
@@ -134,19 +152,6 @@ def _check_shapes(eqn, size, top: bool) -> None:
                 what = "an index into" if k == 1 else f"a slice of {k} elements of"
                 raise ValueError(f"{what} axis {ax} of an array of shape {tuple(src)}, which has only "
                                  f"{n} elements{_at(eqn)}")
-
-
-def _check_blocks(eqn, size) -> None:
-    """A dimension a ``shard_map`` splits in ``t`` blocks must be a multiple of ``t``."""
-    p = eqn.params
-    for i, spec in zip(p["body_inputs"], p["in_specs"]):
-        for d, dim in enumerate(eqn.invars[i].aval.shape):
-            names = spec._names(d)
-            t = int(np.prod([p["mesh"].shape[n] for n in names])) if names else 1
-            n = size(dim)
-            if t > 1 and n is not None and n % t:
-                raise ValueError(f"shard_map: dimension {d} of length {n} does not split into {t} blocks "
-                                 f"over mesh axes {names}{_at(eqn)}")
 
 
 def _check_bytes(eqn, size) -> None:

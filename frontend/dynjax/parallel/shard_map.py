@@ -18,8 +18,11 @@ of one meaning:
   transformations other than ``jvp`` work on.
 
 A mesh axis that an output's spec does not name must not vary the output (JAX's replication
-check): a ValueError otherwise. A split dimension may be dynamic; its length must be a
-multiple of the number of blocks (checked when the sizes are known).
+check): a ValueError otherwise. A static split dimension must be a multiple of the number of
+blocks (JAX's rule). A dynamic one need not: ``n`` rows over ``t`` blocks are blocks of
+``ceil(n / t)`` rows, the last ones shorter or empty; the body is traced with one block
+length, which the padded program gives each device as its own (``execution/
+padding_shard_map.py``; what cannot run that way is a ValueError, ``execution/uneven_blocks.py``).
 """
 from __future__ import annotations
 
@@ -31,11 +34,18 @@ from ..core.errors import api_boundary
 from ..core.expansion import trace_nested
 from ..core.interpret import eval_jaxpr
 from ..core.jaxpr import Var
+from ..core.staging import source_note
 from ..core.pytree import flatten_up_to, tree_flatten, tree_leaves, tree_structure, tree_unflatten
 from ..core.trace import current_trace, typeof
 from ..lax import api as lax
 from .sharding import Mesh, PartitionSpec, current_mesh
 from .shard_map_rules import shard_map_p
+
+
+#: what a size error in the whole-array program means (``core.staging.source_note``)
+WHOLE_ARRAY_NOTE = ("in the whole-array program of a shard_map (what runs it under vmap, and under grad "
+                    "when its function holds a loop or a cond), whose blocks all have one length: a "
+                    "dynamic length its blocks do not divide cannot run there")
 
 
 def _is_spec(s) -> bool:
@@ -131,9 +141,12 @@ def _from_blocks(y, spec: PartitionSpec, mesh: Mesh, whole_shape):
     return jnp.reshape(lax.transpose(y, tuple(order)), tuple(whole_shape))
 
 
-def _vmap_interpretation(body, mesh: Mesh, mapped, in_specs, out_specs, consts, leaves, out_shapes):
+def _vmap_interpretation(body, mesh: Mesh, mapped, in_specs, out_specs, consts, leaves, out_shapes,
+                         check_replication: bool = True):
     """The whole-array values of ``body`` (a jaxpr taking ``consts`` then one block per leaf)
-    run on every block: nested vmaps over the ``mapped`` mesh axes, named after them."""
+    run on every block: nested vmaps over the ``mapped`` mesh axes, named after them. A
+    result that varies over a mesh axis its spec does not name is a ValueError, or, without
+    ``check_replication``, the first device's copy along it."""
     from ..transforms.batching import to_front, vmap_flat
     vals, axes_of = [], []
     for x, spec in zip(leaves, in_specs):
@@ -155,6 +168,9 @@ def _vmap_interpretation(body, mesh: Mesh, mapped, in_specs, out_specs, consts, 
             spec = out_specs[k]
             if any(name in spec._names(dd) for dd in range(len(spec))):
                 placed.append(to_front(o, d, mesh.shape[name]))
+            elif d is not None and not check_replication:
+                from ..lax.derived import index_in_dim
+                placed.append(index_in_dim(o, 0, d, keepdims=False))
             elif d is not None:
                 raise ValueError(f"shard_map: result {k} varies over the mesh axis {name!r}, but its "
                                  f"out_specs {spec} does not split it (name it in out_specs, or "
@@ -226,11 +242,14 @@ def _whole_length(block, pieces: int, splits):
 
 
 def bind_shard_map(fn: Callable, leaves: Sequence[Any], in_specs: Sequence[PartitionSpec], mesh: Mesh,
-                   mapped: Sequence[str], out_specs_of: Callable[[List[Any]], List[PartitionSpec]]) -> List[Any]:
+                   mapped: Sequence[str], out_specs_of: Callable[[List[Any]], List[PartitionSpec]],
+                   check_replication: bool = True) -> List[Any]:
     """Trace ``fn`` (flat blocks in, a flat list out) on the blocks of ``leaves`` split as
     ``in_specs`` say, with the ``mapped`` mesh axis names bound to it, and bind one
     ``shard_map`` equation running it; ``out_specs_of(results)`` gives the results' specs.
-    Returns the whole results."""
+    Returns the whole results. ``check_replication=False``: ``fn`` is a rewriting of a body
+    that passed the replication check (the padded body, whose block lengths are per-device
+    values, equal wherever a result depends on them: ``execution/uneven_blocks.py``)."""
     mapped = tuple(mapped)
     for spec in in_specs:
         _check_names(spec, mesh, "in_specs")
@@ -293,7 +312,9 @@ def bind_shard_map(fn: Callable, leaves: Sequence[Any], in_specs: Sequence[Parti
         inputs = list(consts) + list(vals)
         out_shapes = [tuple(d if isinstance(d, int) else (inputs[d[1]] if d[0] == "operand" else sizes[d[1]])
                             for d in row) for row in shapes]
-        return _vmap_interpretation(body.jaxpr, mesh, mapped, in_specs, out_specs, consts, vals, out_shapes)
+        with source_note(WHOLE_ARRAY_NOTE):
+            return _vmap_interpretation(body.jaxpr, mesh, mapped, in_specs, out_specs, consts, vals, out_shapes,
+                                        check_replication)
 
     whole = trace_nested(whole_fn, tuple((typeof(x), True) for x in operands), lambda r: (list(r), None),
                          expand=False, same_as=operands)

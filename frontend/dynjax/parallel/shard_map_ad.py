@@ -29,7 +29,7 @@ from ..core.jaxpr import Literal, Var
 from ..core.primitive import partial_eval_rules
 from ..core.trace import typeof
 from ..lax import api as lax
-from ..lax.collectives import psum
+from ..lax.collectives import COLLECTIVE_SET, psum
 from ..transforms.transpose import UndefinedPrimal, backward_pass, is_undefined, zeros
 from .sharding import PartitionSpec
 
@@ -77,18 +77,25 @@ def split_linearize(eqn, known, flags):
     bflags = [flags[i] for i in bi]
     unknown = {id(v) for v, f in zip(body.invars, bflags) if f}
     known_eqns, unknown_eqns = [], []
+    # values computed from literals alone (``float(4)`` of a pmean) are the same on every
+    # device: the linear part recomputes them rather than take them as per-device residuals
+    constant, constant_eqns = set(), []
     for e in body.eqns:
         if any(isinstance(a, Var) and id(a) in unknown for a in e.invars):
             unknown_eqns.append(e)
             unknown.update(id(v) for v in e.outvars)
         else:
             known_eqns.append(e)
+            if e.primitive not in COLLECTIVE_SET and all(not isinstance(a, Var) or id(a) in constant
+                                                         for a in e.invars):
+                constant.update(id(v) for v in e.outvars)
+                constant_eqns.append(e)
     out_unknown = [isinstance(v, Var) and id(v) in unknown for v in body.outvars]
     position = {id(v): j for j, v in enumerate(body.invars)}
     needed, seen = [], set()
     for e in unknown_eqns:
         for a in e.invars:
-            if isinstance(a, Var) and id(a) not in unknown and id(a) not in seen:
+            if isinstance(a, Var) and id(a) not in unknown and id(a) not in seen and id(a) not in constant:
                 seen.add(id(a))
                 needed.append(a)
     passed = [position[id(a)] for a in needed if id(a) in position]          # known inputs
@@ -117,7 +124,7 @@ def split_linearize(eqn, known, flags):
                 env[id(a)] = _strip(next(it), m)
             for j in lin_in:
                 env[id(body.invars[j])] = next(it)
-            read = _run(unknown_eqns, env)
+            read = _run(constant_eqns + unknown_eqns, env)
             return [read(v) for v, u in zip(body.outvars, out_unknown) if u]
         leaves = [known[bi[j]] for j in passed] + list(residuals) + [vals[bi[j]] for j in lin_in]
         specs = [p["in_specs"][j] for j in passed] + [res_spec] * len(computed) + [p["in_specs"][j] for j in lin_in]
@@ -151,7 +158,7 @@ def split_transpose(cts, operands, p) -> List[Any]:
             block_avals.append(a.update(shape=block_shape(a.shape, p["in_specs"][j], mesh)))
             args[j] = UndefinedPrimal(block_avals[-1])
         full: List[Any] = [None] * len(body.outvars)
-        for k, c in zip(ct_at, blocks[len(res):]):
+        for k, c in zip(ct_at, blocks[len(res):len(res) + len(ct_at)]):
             copies = int(np.prod([mesh.shape[n] for n in _unnamed(p["out_specs"][k], mapped)]))
             full[k] = c if copies == 1 else lax.div(c, np.asarray(copies, typeof(c).dtype))
         got = backward_pass(body, args, full)
@@ -163,6 +170,15 @@ def split_transpose(cts, operands, p) -> List[Any]:
         return results
     leaves = [operands[bi[j]] for j in res] + [cts[k] for k in ct_at]
     specs = [p["in_specs"][j] for j in res] + [p["out_specs"][k] for k in ct_at]
+    # an empty array of each linear operand's split lengths, split as the operand: the body
+    # takes the block lengths of those splits as its own, and the cotangents are put back to
+    # the operands' lengths (also when blocks differ in length, ``execution/uneven_blocks.py``)
+    for j, a in zip(lin, lin_avals):
+        spec = p["in_specs"][j]
+        split = [d for d in range(len(a.shape)) if spec._names(d) and not isinstance(a.shape[d], int)]
+        if split:
+            leaves.append(zeros(a.update(shape=tuple(a.shape[d] if d in split else 0 for d in range(len(a.shape))))))
+            specs.append(spec)
     for j, c in zip(lin, bind_shard_map(t_fn, leaves, specs, mesh, mapped, lambda _: [p["in_specs"][j] for j in lin])):
         out[bi[j]] = c
     return out

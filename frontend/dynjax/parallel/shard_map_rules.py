@@ -25,6 +25,7 @@ import numpy as np
 from ..core.avals import is_inexact_dtype, make_aval
 from ..core.expansion import shape_from_operands
 from ..core.interpret import eval_jaxpr
+from ..core.staging import source_note
 from ..core.primitive import (Primitive, abstract_eval_rules, impl_rules, jvp_rules, partial_eval_rules,
                               transpose_rules)
 from ..core.trace import typeof
@@ -95,11 +96,15 @@ def _partial_eval(eqn, known, flags):
         return split_linearize(eqn, known, flags)
     except NotSplit:
         pass
-    split = _Split(eqn.params["jaxpr"], known, flags)
+    from .shard_map import WHOLE_ARRAY_NOTE
+    with source_note(WHOLE_ARRAY_NOTE):
+        split = _Split(eqn.params["jaxpr"], known, flags)
+        known_outs = split.known_outputs()
 
     def stage(vals):
-        return split.stage([x for x, f in zip(vals, flags) if f])
-    return split.known_outputs(), stage
+        with source_note(WHOLE_ARRAY_NOTE):
+            return split.stage([x for x, f in zip(vals, flags) if f])
+    return known_outs, stage
 
 
 partial_eval_rules[shard_map_p] = _partial_eval
@@ -112,14 +117,18 @@ def _transpose(cts, *operands, jaxpr, **params):
     try:
         return split_transpose(list(cts), list(operands), params)
     except NotSplit:
-        return backward_pass(jaxpr, list(operands), list(cts))
+        from .shard_map import WHOLE_ARRAY_NOTE
+        with source_note(WHOLE_ARRAY_NOTE):
+            return backward_pass(jaxpr, list(operands), list(cts))
 
 
 transpose_rules[shard_map_p] = _transpose
 
 
 def _batch(size, vals, dims, *, jaxpr, **params):
-    outs, out_dims, _ = vmap_flat(lambda *a: eval_jaxpr(jaxpr, [], *a), size, list(vals), list(dims))
+    from .shard_map import WHOLE_ARRAY_NOTE
+    with source_note(WHOLE_ARRAY_NOTE):
+        outs, out_dims, _ = vmap_flat(lambda *a: eval_jaxpr(jaxpr, [], *a), size, list(vals), list(dims))
     return outs, out_dims
 
 
@@ -134,8 +143,8 @@ def _register_with_execution():
     the cost is the whole-array program's."""
     from ..cost_model import _WHOLE, cost_rules, jaxpr_cost
     from ..execution import analysis
-    from ..execution.padding import padding_rules
-    from ..execution.padding_shard_map import pad_shard_map
+    from ..execution.padding import bound_hint_rules, padding_rules
+    from ..execution.padding_shard_map import length_hints, pad_shard_map
 
     def fixed_inputs(eqn):
         p = eqn.params
@@ -143,6 +152,7 @@ def _register_with_execution():
     analysis.fixed_input_rules[shard_map_p] = fixed_inputs
 
     padding_rules[shard_map_p] = pad_shard_map
+    bound_hint_rules[shard_map_p] = length_hints
     cost_rules[shard_map_p] = lambda eqn, sz: jaxpr_cost(eqn.params["jaxpr"], sz)
     _WHOLE.add(shard_map_p)
 
