@@ -13,6 +13,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import shard_map_uneven_cases  # noqa: E402  (only its case names: the checks run in the subprocess)
 
+# a four-device process of its own, as the other multi-device tests: the slow set
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture(scope="module")
 def results():
