@@ -37,6 +37,14 @@ PRELUDE = textwrap.dedent("""
     from dynjax import for_loop, lax, qjit
     from dynjax.execution import tiers
 
+    # Ctrl-C as a terminal delivers it: the signal unblocked and Python's handler installed.
+    # A child inherits its parent's blocked and ignored signals, and the test worker that
+    # starts this script may have SIGINT blocked or ignored by something it ran before.
+    inherited = {"blocked": signal.SIGINT in signal.pthread_sigmask(signal.SIG_BLOCK, []),
+                 "ignored": signal.getsignal(signal.SIGINT) == signal.SIG_IGN}
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+
     def interrupt_after(seconds):
         sent = []
         def fire():
@@ -57,6 +65,7 @@ PRELUDE = textwrap.dedent("""
         return {"latency": None, "ran": time.monotonic() - start}
 
     def finish(report):
+        report["inherited"] = inherited
         print("REPORT " + json.dumps(report), flush=True)
         os._exit(0)   # the abandoned computation may still be running: do not wait for it
 """)
