@@ -59,7 +59,7 @@ class _Entry:
         self.traced = traced
         # the program that runs: the trace with mask selections that only feed reductions
         # rewritten as masked reductions (``execution/masked_reductions.py``)
-        closed = rewrite_masked_reductions(traced.closed_jaxpr)
+        closed = self.closed = rewrite_masked_reductions(traced.closed_jaxpr)
         self.program = Program(closed.jaxpr, closed.consts, stats, describe_input)
         self.explicit = [i for i, e in enumerate(closed.jaxpr.out_explicit) if e]
         self.dtypes = [a.dtype for a, e in closed.jaxpr.in_type if e]
@@ -584,7 +584,7 @@ class QJIT:
         if e is None:
             return None
         if e.mlir is None:
-            e.mlir = module_text(e.traced.closed_jaxpr)
+            e.mlir = module_text(e.closed)   # the program that runs
         return e.mlir
 
     @property
