@@ -77,7 +77,10 @@ def _product(dims):
         s = _sym(d)
         if s is None:
             return None
-        out = out * s if isinstance(out, int) and isinstance(s, int) else (out if isinstance(out, Expr) else Expr.const(out)) * s
+        if isinstance(out, int) and isinstance(s, int):
+            out *= s
+        else:
+            out = (out if isinstance(out, Expr) else Expr.const(out)) * s
     return out
 
 
@@ -192,7 +195,6 @@ def _selection_root(eqn, defs, groups) -> Optional[tuple]:
         if b is None or b.params["broadcast_dimensions"] != (0,) or col.aval.shape[1] != 1:
             return None
         coords.append(b.invars[0])
-    # the first coordinate's chain leads to the positions
     group = None
     for g in groups:
         if _coords_match(defs, coords, g.positions, x.aval.shape[:k]):
@@ -206,7 +208,7 @@ def _selection_root(eqn, defs, groups) -> Optional[tuple]:
 
 
 def _coords_match(defs, coords, positions, shape) -> bool:
-    k = len(shape)
+    """Whether ``coords`` are the row-major coordinates in ``shape`` of the flat ``positions``."""
     for j, atom in enumerate(coords):
         stride = _product(shape[j + 1:])
         if stride is None:
@@ -314,8 +316,13 @@ def _remap_uniform(eqn, read, unselected, length):
         out = eqn.outvars[0]
         shape = [length] + [d if isinstance(d, int) else read(d) for d in out.aval.shape[1:]]
         return lax.broadcast_in_dim(read(eqn.invars[0]), tuple(shape), eqn.params["broadcast_dimensions"])
-    return eqn.primitive.bind(*[unselected.get(id(a), None) if isinstance(a, Var) and id(a) in unselected
-                                else read(a) for a in eqn.invars], **eqn.params)
+    return eqn.primitive.bind(*_operands(eqn, read, unselected), **eqn.params)
+
+
+def _operands(eqn, read, unselected):
+    """The operands of a chain equation: the whole-array value of each selected or uniform
+    operand, the others (scalars, literals) as they are."""
+    return [unselected[id(a)] if isinstance(a, Var) and id(a) in unselected else read(a) for a in eqn.invars]
 
 
 def rewrite_masked_reductions(closed: ClosedJaxpr) -> ClosedJaxpr:
@@ -338,6 +345,8 @@ def rewrite_masked_reductions(closed: ClosedJaxpr) -> ClosedJaxpr:
 
 
 def _same_interface(old: Jaxpr, new: Jaxpr) -> bool:
+    """Whether ``new`` takes and returns what ``old`` does (the callers keep ``old``'s types
+    and result structure), with fewer gathers (else the rewrite gained nothing)."""
     if len(old.invars) != len(new.invars) or len(old.outvars) != len(new.outvars):
         return False
     if tuple(old.in_explicit) != tuple(new.in_explicit) or tuple(old.out_explicit) != tuple(new.out_explicit):
@@ -350,6 +359,9 @@ def _same_interface(old: Jaxpr, new: Jaxpr) -> bool:
 
 
 def _retrace(jaxpr: Jaxpr, consts, roles) -> ClosedJaxpr:
+    """Trace ``jaxpr`` again from its in_type, binding every equation as it is except those
+    with a role, which build the masked chains; the trace drops what became dead. Each new
+    equation keeps the source line of the equation it comes from (error messages)."""
     from ..core.jaxpr import check_jaxpr
     from ..core.trace import current_trace, typeof
     from ..tracing import trace_flat
@@ -394,9 +406,7 @@ def _retrace(jaxpr: Jaxpr, consts, roles) -> ClosedJaxpr:
                         value = lax.reshape(value, tuple([length] + rest))
                     unselected[id(out)] = value
                 elif kind == "selected":
-                    unselected[id(out)] = eqn.primitive.bind(
-                        *[unselected[id(a)] if isinstance(a, Var) and id(a) in unselected else read(a)
-                          for a in eqn.invars], **eqn.params)
+                    unselected[id(out)] = eqn.primitive.bind(*_operands(eqn, read, unselected), **eqn.params)
                 elif kind == "uniform":
                     env[id(out)] = eqn.primitive.bind(*[read(a) for a in eqn.invars], **eqn.params)
                     unselected[id(out)] = _remap_uniform(eqn, read, unselected, length)
