@@ -225,3 +225,30 @@ def test_vmap_and_nested_loop():
         v = rng.standard_normal(n)
         want = sum(np.sum(((v * (i + 1.0) - 1.0)[(v * (i + 1.0) - 1.0) > 0]) ** 2) for i in range(3))
         _check(g(v), want, 1e-12, f"loop at n={n}")
+
+
+@pytest.mark.parametrize("policy", ["auto", "exact"])
+def test_runs_as_the_where_form(policy, monkeypatch):
+    """The rewritten program is planned as the `where` form is: one segment, no host step,
+    the same executables (one per distinct size with the exact tier; with the automatic one,
+    the first size exact and the others by bucket, as for any program without sizes from data)."""
+    monkeypatch.setenv("DYNJAX_TIERS", policy)
+    masked = dynjax.qjit(_sum_squares_positive, abstracted_axes=AX1)
+    where = dynjax.qjit(lambda x: jnp.sum(jnp.where(x > 0, x, 0.0) ** 2), abstracted_axes=AX1)
+    rng = np.random.default_rng(2)
+    sizes = [50, 0, 1, 17, 50, 300]
+    for n in sizes:
+        x = rng.standard_normal(n)
+        _check(masked(x), where(x), 1e-12, f"n={n}")
+    from dynjax.execution import tiers
+    tiers.wait_for_background()
+    a, b = masked.cache_info(), where.cache_info()
+    assert a["host_steps"] == 0 and len(masked._entry().program.steps) == 1
+    for key in ("traces", "specializations", "host_steps"):
+        assert a[key] == b[key], (key, a, b)
+
+    def executables(info):   # compiled, or loaded from the disk cache (an earlier run's)
+        return info["compilations"] + info["padded_compilations"] + info["disk_cache_hits"]
+    assert executables(a) == executables(b), (a, b)
+    if policy == "exact":
+        assert a["specializations"] == len(set(sizes)) and a["exact_runs"] == len(sizes), a
