@@ -32,6 +32,7 @@ from .core.trace import Tracer, is_tracing, typeof
 from .execution import compile_log, explain
 from .execution.lru import BoundedCache, check_cache_size, default_cache_size
 from .execution.calls import ProgramCall, coerce_leaf, describe_input_fn, entry_arguments, run_entry
+from .execution.masked_reductions import rewrite_masked_reductions
 from .execution.program import Program, Stats
 from .execution.sharded_runs import check_shardings, leaf_shardings, run_sharded
 from .tracing import (ShapeDtypeStruct, TracedFunction, _axis_names, _per_arg_specs, _spec_leaves,
@@ -56,7 +57,9 @@ class _Entry:
 
     def __init__(self, traced: TracedFunction, stats: Stats, describe_input):
         self.traced = traced
-        closed = traced.closed_jaxpr
+        # the program that runs: the trace with mask selections that only feed reductions
+        # rewritten as masked reductions (``execution/masked_reductions.py``)
+        closed = self.closed = rewrite_masked_reductions(traced.closed_jaxpr)
         self.program = Program(closed.jaxpr, closed.consts, stats, describe_input)
         self.explicit = [i for i, e in enumerate(closed.jaxpr.out_explicit) if e]
         self.dtypes = [a.dtype for a, e in closed.jaxpr.in_type if e]
@@ -581,7 +584,7 @@ class QJIT:
         if e is None:
             return None
         if e.mlir is None:
-            e.mlir = module_text(e.traced.closed_jaxpr)
+            e.mlir = module_text(e.closed)   # the program that runs
         return e.mlir
 
     @property

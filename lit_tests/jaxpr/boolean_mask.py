@@ -30,10 +30,15 @@ print(f(np.array([1.0, -2.0, 3.0])))
 print(f.cache_info()["traces"])
 # CHECK-NEXT: 1
 
-# The lowered program keeps the count a run-time value: the scatter of positions and the
-# gather read arrays of dynamic length (the executable is specialized once the host knows it).
-print(f.mlir)
-# CHECK: func.func public @main(%arg0: tensor<i64>, %arg1: tensor<?xf64>) -> tensor<f64>
+# A program that returns the selection keeps the count a run-time value: the scatter of
+# positions and the gather read arrays of dynamic length (the executable is specialized once
+# the host knows it). (A selection that only feeds a reduction, as in f, runs as a masked
+# reduction instead: masked_reductions.py.)
+g = dynjax.qjit(lambda x: x[x > 0] * 2.0, abstracted_axes={0: "n"})
+print(g(np.array([1.0, -2.0, 3.0])))
+# CHECK: [2. 6.]
+print(g.mlir)
+# CHECK: func.func public @main(%arg0: tensor<i64>, %arg1: tensor<?xf64>) -> (tensor<i64>, tensor<?xf64>)
 # CHECK: %[[K:.*]] = stablehlo.reduce(%{{.*}} init: %{{.*}}) applies stablehlo.add across dimensions = [0] : (tensor<?xi64>, tensor<i64>) -> tensor<i64>
 # CHECK: "stablehlo.scatter"
 # CHECK: }) : (tensor<?xi64>, tensor<?x1xi64>, tensor<?xi64>) -> tensor<?xi64>

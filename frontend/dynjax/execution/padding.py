@@ -411,11 +411,11 @@ def _same(ctx, eqn, *args):
     return eqn.primitive.bind(*args, **eqn.params)
 
 
-_ELEMENTWISE = ("neg sign floor ceil round is_finite exp log log1p expm1 tanh logistic sin cos "
+ELEMENTWISE_NAMES = ("neg sign floor ceil round is_finite exp log log1p expm1 tanh logistic sin cos "
                 "tan asin acos atan sinh cosh sqrt rsqrt cbrt abs not real imag conj integer_pow "
                 "convert_element_type add sub mul div rem pow max min atan2 complex and or xor eq "
                 "ne lt le gt ge select_n shift_left shift_right").split()
-for _name in _ELEMENTWISE:
+for _name in ELEMENTWISE_NAMES:
     padding_rules[getattr(P, f"{_name}_p")] = _same
 for _p in (P.transpose_p, P.squeeze_p):
     padding_rules[_p] = _same
@@ -513,7 +513,9 @@ padding_rules[P.reshape_p] = _reshape
 
 
 # --- reductions and scans -------------------------------------------------------------------
-def _identity(kind, dtype):
+def reduction_identity(kind, dtype):
+    """The value that leaves a ``kind`` reduction (sum / prod / max / min) of ``dtype`` unchanged:
+    what padding (and a masked-out element) is replaced by before the reduction."""
     dtype = np.dtype(dtype)
     if kind == "sum":
         return -0.0 if dtype.kind in "fc" or is_float_dtype(dtype) else 0
@@ -532,7 +534,7 @@ def _reduction(kind):
     def rule(ctx, eqn, x):
         a = eqn.invars[0].aval
         axes = eqn.params["axes"]
-        return _same(ctx, eqn, ctx.fill(x, a, axes, _identity(kind, a.dtype)))
+        return _same(ctx, eqn, ctx.fill(x, a, axes, reduction_identity(kind, a.dtype)))
     return rule
 
 
@@ -565,7 +567,7 @@ padding_rules[P.argmin_p] = _arg_extremum("min")
 def _scan(kind):
     def rule(ctx, eqn, x):
         a = eqn.invars[0].aval
-        return _same(ctx, eqn, ctx.fill(x, a, (eqn.params["axis"],), _identity(kind, a.dtype)))
+        return _same(ctx, eqn, ctx.fill(x, a, (eqn.params["axis"],), reduction_identity(kind, a.dtype)))
     return rule
 
 
