@@ -2,13 +2,13 @@
 over t blocks are blocks of ceil(n / t) rows, the last ones shorter or empty (13 over 4: 4, 4,
 4, 1). Each case is a function of this module; ``test_shard_map_uneven.py`` runs them all in
 one four-device process. numpy, applied to each device's rows, is the oracle."""
-import json
 import os
 import sys
-import traceback
 import warnings
 
 import numpy as np
+
+import device_cases
 
 CASES = {}
 SIZES = (0, 1, 5, 8, 13)
@@ -262,13 +262,4 @@ def what_needs_blocks_of_one_length_is_a_value_error():
 
 
 if __name__ == "__main__":
-    os.environ["DYNJAX_NUM_CPU_DEVICES"] = "4"   # before the first use of XLA in this process
-    os.environ.setdefault("DYNJAX_DISABLE_DISK_CACHE", "1")
-    results = {}
-    for name, fn in CASES.items():
-        try:
-            fn()
-            results[name] = None
-        except Exception:
-            results[name] = traceback.format_exc()
-    sys.stdout.write(json.dumps(results))
+    device_cases.main(CASES)

@@ -1,13 +1,9 @@
 """Sharding checks run in a process of their own with four CPU devices (the device count is
 fixed when the process first uses XLA): ``python tests/sharding_cases.py`` prints one JSON
 object, case name -> null (passed) or the failure. ``tests/test_sharding.py`` runs it."""
-import json
-import os
-import sys
-import traceback
+import numpy as np
 
-import numpy as np  # noqa: E402
-
+import device_cases
 import dynjax  # noqa: E402
 import dynjax.numpy as jnp  # noqa: E402
 from dynjax.sharding import Mesh, NamedSharding, PartitionSpec as P, SingleDeviceSharding  # noqa: E402
@@ -576,14 +572,4 @@ def with_sharding_constraint_lays_out_an_intermediate():
 
 
 if __name__ == "__main__":
-    os.environ["DYNJAX_NUM_CPU_DEVICES"] = "4"   # before the first use of XLA in this process
-    os.environ["XLA_FLAGS"] = os.environ.get("XLA_FLAGS", "") + " --xla_force_host_platform_device_count=4"
-    os.environ.setdefault("DYNJAX_DISABLE_DISK_CACHE", "1")
-    results = {}
-    for name, fn in CASES.items():
-        try:
-            fn()
-            results[name] = None
-        except Exception:
-            results[name] = traceback.format_exc()
-    sys.stdout.write(json.dumps(results))
+    device_cases.main(CASES)

@@ -2,15 +2,14 @@
 rows, the last ones shorter or empty): the checks in ``shard_map_uneven_cases.py`` run in a
 four-device process of their own (the number of devices is fixed when a process first uses
 XLA), about 10 s."""
-import json
 import os
-import subprocess
 import sys
 
 import pytest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
+import device_cases  # noqa: E402
 import shard_map_uneven_cases  # noqa: E402  (only its case names: the checks run in the subprocess)
 
 # a four-device process of its own, as the other multi-device tests: the slow set
@@ -19,13 +18,7 @@ pytestmark = pytest.mark.slow
 
 @pytest.fixture(scope="module")
 def results():
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([os.path.join(os.path.dirname(HERE), "frontend"),
-                                          os.path.dirname(HERE), env.get("PYTHONPATH", "")])
-    proc = subprocess.run([sys.executable, os.path.join(HERE, "shard_map_uneven_cases.py")], env=env,
-                          capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 0, proc.stderr[-4000:]
-    return json.loads(proc.stdout)
+    return device_cases.run(os.path.join(HERE, "shard_map_uneven_cases.py"))
 
 
 @pytest.mark.parametrize("name", list(shard_map_uneven_cases.CASES))
