@@ -337,7 +337,10 @@ def rewrite_masked_reductions(closed: ClosedJaxpr) -> ClosedJaxpr:
         return closed
     try:
         new = _retrace(jaxpr, closed.consts, roles)
-    except Exception:   # the rewrite is an optimization: the original program is always right
+    except Exception as e:   # the rewrite is an optimization: the original program is always right
+        from . import explain
+        why = f"{type(e).__name__}: {e}"
+        explain.maybe(explain.compile_log, lambda: f"masked reductions: program left as traced ({why})")
         return closed
     if not _same_interface(jaxpr, new.jaxpr):
         return closed
