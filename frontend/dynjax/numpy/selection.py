@@ -2,8 +2,9 @@
 
 A boolean mask keeps a number of elements known only at run time. Here that number is
 computed as a traced integer (``sum(mask)``) and becomes the dim of the result: the rest
-of the program uses it like any other dynamic size, and the compiled program is cut there
-(the host reads the count, then the next part is specialized for it). With ``size=`` the
+of the program uses it like any other dynamic size (compiled, it is bounded by the mask's
+length, so the program runs padded to that bound as one executable; see
+``execution/program.py``). With ``size=`` the
 result has that static length instead, padded with ``fill_value`` (JAX's convention).
 """
 from __future__ import annotations
