@@ -37,6 +37,7 @@ from ..lax.collectives import (all_gather_p, all_to_all_p, axis_index_p, pmax_p,
                                psum_p, psum_scatter_p)
 from .padding import Context, NotPaddable, _i64, _same, interpret, lax_shape, padding_rules
 from .padding_control_flow import _nested
+from ..parallel.sharding import block_count
 
 
 def _take(x, axis: int, src):
@@ -63,10 +64,6 @@ def _compact(y, axis: int, b, bb: int, length: int):
     return _take(y, axis, src)
 
 
-def _pieces(spec, d: int, mesh) -> int:
-    return int(np.prod([mesh.shape[n] for n in spec._names(d)])) if spec._names(d) else 1
-
-
 def _ceil_div(n, t: int):
     """``ceil(n / t)`` of a logical size (an int or a traced i64 scalar)."""
     return lax.div(lax.add(_i64(n), np.int64(t - 1)), np.int64(t))
@@ -83,7 +80,7 @@ def dynamic_splits(eqn):
     out = []
     for m, (i, spec) in enumerate(zip(p["body_inputs"], p["in_specs"])):
         for d, (whole, block) in enumerate(zip(eqn.invars[i].aval.shape, body.invars[m].aval.shape)):
-            t = _pieces(spec, d, mesh)
+            t = block_count(spec, d, mesh)
             if t == 1 or isinstance(whole, int):
                 continue
             at = positions.get(id(block)) if isinstance(block, Var) else None
@@ -167,7 +164,7 @@ def _per_device(ctx: Context, eqn, ops) -> List[Any]:
     results = []
     for y, w, spec in zip(outs, eqn.outvars, p["out_specs"]):
         for d, whole in enumerate(w.aval.shape):     # t blocks of the bound bb, b logical rows each
-            t = _pieces(spec, d, mesh)
+            t = block_count(spec, d, mesh)
             if t > 1 and not isinstance(whole, int):
                 y = _compact(y, d, _ceil_div(ctx.size(whole), t), lax_shape(y)[d] // t, ctx.bound(whole))
         results.append(y)

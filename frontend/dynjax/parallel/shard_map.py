@@ -38,7 +38,7 @@ from ..core.staging import source_note
 from ..core.pytree import flatten_up_to, tree_flatten, tree_leaves, tree_structure, tree_unflatten
 from ..core.trace import current_trace, typeof
 from ..lax import api as lax
-from .sharding import Mesh, PartitionSpec, current_mesh
+from .sharding import Mesh, PartitionSpec, block_count, current_mesh
 from .shard_map_rules import shard_map_p
 
 
@@ -77,13 +77,6 @@ def _check_names(spec: PartitionSpec, mesh: Mesh, what: str) -> None:
         raise ValueError(f"shard_map: {what} {spec} uses a mesh axis twice")
 
 
-def _pieces(spec: PartitionSpec, d: int, mesh: Mesh) -> int:
-    pieces = 1
-    for n in spec._names(d):
-        pieces *= mesh.shape[n]
-    return pieces
-
-
 def block_shape(shape, spec: PartitionSpec, mesh: Mesh, what: str = "in_specs"):
     """The shape of one device's block of an array of ``shape`` split as ``spec`` says (a
     dynamic length gives the dynamic ``length // pieces``)."""
@@ -91,7 +84,7 @@ def block_shape(shape, spec: PartitionSpec, mesh: Mesh, what: str = "in_specs"):
         raise ValueError(f"shard_map: {what} {spec} has {len(spec)} entries for a value of rank {len(shape)}")
     out = []
     for d, length in enumerate(shape):
-        pieces = _pieces(spec, d, mesh)
+        pieces = block_count(spec, d, mesh)
         if isinstance(length, int) and length % pieces:
             raise ValueError(f"shard_map: dimension {d} of length {length} does not split into "
                              f"{pieces} blocks over mesh axes {spec._names(d)}")
@@ -111,7 +104,7 @@ def _to_blocks(x, spec: PartitionSpec, mesh: Mesh):
             for n in names:
                 factor_at[n] = len(new_shape)
                 new_shape.append(mesh.shape[n])
-            new_shape.append(length // _pieces(spec, d, mesh))
+            new_shape.append(length // block_count(spec, d, mesh))
         else:
             new_shape.append(length)
     if not factor_at:
@@ -260,8 +253,8 @@ def bind_shard_map(fn: Callable, leaves: Sequence[Any], in_specs: Sequence[Parti
     splits = []
     for x, s, (a, _) in zip(leaves, in_specs, blocks):
         for d, (length, b) in enumerate(zip(typeof(x).shape, a.shape)):
-            if not isinstance(length, int) and _pieces(s, d, mesh) > 1:
-                splits.append((length, _pieces(s, d, mesh), b))
+            if not isinstance(length, int) and block_count(s, d, mesh) > 1:
+                splits.append((length, block_count(s, d, mesh), b))
     box = {}
 
     def body_fn(*xs):
@@ -293,7 +286,7 @@ def bind_shard_map(fn: Callable, leaves: Sequence[Any], in_specs: Sequence[Parti
                              f"of rank {len(v.aval.shape)}")
         row = []
         for d, dim in enumerate(v.aval.shape):
-            pieces = _pieces(spec, d, mesh)
+            pieces = block_count(spec, d, mesh)
             if isinstance(dim, int):
                 row.append(dim * pieces)
                 continue

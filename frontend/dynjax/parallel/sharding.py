@@ -268,3 +268,11 @@ class SingleDeviceSharding(Sharding):
 
     def __repr__(self):
         return f"SingleDeviceSharding(device={self.device!r})"
+
+
+def block_count(spec: PartitionSpec, d: int, mesh: Mesh) -> int:
+    """How many blocks ``spec`` cuts dimension ``d`` into over ``mesh`` (1 when it is not split)."""
+    pieces = 1
+    for n in spec._names(d):
+        pieces *= mesh.shape[n]
+    return pieces
