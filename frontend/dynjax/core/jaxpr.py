@@ -86,6 +86,12 @@ class JaxprEqn:
         return pp_eqn(self, _Namer(), 0)
 
 
+def at_user_line(eqn: JaxprEqn) -> str:
+    """`` (at file:line)`` for an equation recorded with the user's line, else ``""``: the
+    suffix of an error message about that equation."""
+    return f" (at {eqn.source_info[0]}:{eqn.source_info[1]})" if eqn.source_info else ""
+
+
 class Jaxpr:
     """A program: ``{ lambda constvars ; invars. let eqns in outvars }``."""
 

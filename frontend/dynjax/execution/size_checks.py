@@ -16,6 +16,7 @@ from typing import Dict, List, Optional
 import numpy as np
 
 from ..core.jaxpr import Jaxpr, Literal
+from ..core.jaxpr import at_user_line as _at
 from ..core.primitive import impl_rules
 from .analysis import _FOLDABLE, dims_of, fixed_inputs, is_scalar, nested_jaxprs
 from .analysis import is_int_scalar as _is_int_scalar
@@ -109,8 +110,7 @@ def check_sizes(jaxpr: Jaxpr, known: Dict[int, int], describe_input, input_pos: 
             if jx is jaxpr:   # code that certainly runs: its arrays must fit in memory
                 _check_bytes(eqn, size)
             if eqn.primitive is for_loop_p and value(eqn.invars[eqn.params["body_nconsts"] + 2]) == 0:
-                loc = f" (at {eqn.source_info[0]}:{eqn.source_info[1]})" if eqn.source_info else ""
-                raise ValueError(f"for_loop: step must not be zero, the loop would never end{loc}")
+                raise ValueError(f"for_loop: step must not be zero, the loop would never end{_at(eqn)}")
             for sub, pairs in zip(nested_jaxprs(eqn), fixed_inputs(eqn)):
                 inner = {}
                 for k, j in pairs:
@@ -125,10 +125,6 @@ def check_sizes(jaxpr: Jaxpr, known: Dict[int, int], describe_input, input_pos: 
 
     walk(jaxpr, dict(known))
     return uneven_found[0] if uneven_found else None
-
-
-def _at(eqn) -> str:
-    return f" (at {eqn.source_info[0]}:{eqn.source_info[1]})" if eqn.source_info else ""
 
 
 def _check_shapes(eqn, size, top: bool) -> None:

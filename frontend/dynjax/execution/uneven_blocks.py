@@ -27,6 +27,7 @@ from typing import Dict, List, Optional, Tuple
 import numpy as np
 
 from ..core.jaxpr import Literal, Var
+from ..core.jaxpr import at_user_line as _at
 
 
 def device_lengths(n: int, t: int) -> List[int]:
@@ -46,10 +47,6 @@ def describe_lengths(lengths: List[int]) -> str:
         else:
             runs.append([v, 1])
     return ", ".join(f"{v} (x{c})" if c > 1 else str(v) for v, c in runs)
-
-
-def _at(eqn) -> str:
-    return f" (at {eqn.source_info[0]}:{eqn.source_info[1]})" if eqn.source_info else ""
 
 
 class Uneven:

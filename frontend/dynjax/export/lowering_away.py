@@ -20,6 +20,7 @@ from typing import Dict, Optional
 
 from ..core.avals import make_aval
 from ..core.jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Var
+from ..core.jaxpr import at_user_line as where
 from ..core.primitive import effectful_primitives, host_primitives
 
 #: primitive name -> the param holding the nested program whose result is the call's result
@@ -115,11 +116,6 @@ def find_host_call(jaxpr: Jaxpr) -> Optional[JaxprEqn]:
             if found is not None:
                 return found
     return None
-
-
-def where(eqn: JaxprEqn) -> str:
-    """`` (at file:line)`` for an equation recorded with the user's line, else ``""``."""
-    return f" (at {eqn.source_info[0]}:{eqn.source_info[1]})" if eqn.source_info else ""
 
 
 def unshippable_error(fun_name: str, eqn: JaxprEqn, what: str) -> ValueError:
