@@ -17,6 +17,19 @@ from hypothesis import settings
 # back on (the ``compile_ahead`` fixture); test_tiers also re-runs other suites padded.
 os.environ.setdefault("DYNJAX_COMPILE_AHEAD", "0")
 
+# XLA's CPU fusion emitters (its default) spend 2-3x longer compiling a program of a few hundred
+# ops than its older emitters (a test_grad group: 6.7 s against 2.1 s), and compiling is most of
+# the suite's time, jax's compiles of expected values included. So the suite's processes compile
+# with the older emitters (XLA reads XLA_FLAGS once per process, before any client exists);
+# tests of ulp-level numerics take XLA's defaults back for dynjax's compiles (the ``xla_defaults``
+# fixture, through ``DYNJAX_XLA_OPTIONS``), and the doc pages (tests/doc_pages.py), the benchmarks
+# and the quick start run with XLA's defaults, as a user does. DYNJAX_TEST_XLA_DEFAULTS=1 runs
+# the whole suite with XLA's defaults.
+SUITE_XLA_FLAGS = "--xla_cpu_use_fusion_emitters=false"
+if os.environ.get("DYNJAX_TEST_XLA_DEFAULTS", "") in ("", "0") and \
+        "xla_cpu_use_fusion_emitters" not in os.environ.get("XLA_FLAGS", ""):
+    os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " " + SUITE_XLA_FLAGS).strip()
+
 # Each property test asks for ``examples(n)`` (tests/helpers.py): n scaled by the active
 # profile's ``max_examples`` / 100, so one setting chooses the depth of the whole suite.
 settings.register_profile("ci", derandomize=True, deadline=None, print_blob=True, max_examples=100)
@@ -83,3 +96,11 @@ def exact_tier(monkeypatch):
 def compile_ahead(monkeypatch):
     """Speculative bucket compiles on, as in a user's process (``DYNJAX_COMPILE_AHEAD``)."""
     monkeypatch.setenv("DYNJAX_COMPILE_AHEAD", "1")
+
+
+@pytest.fixture
+def xla_defaults(monkeypatch):
+    """dynjax compiles with XLA's default emitters, as in a user's process (the suite's
+    XLA_FLAGS choose the older ones, which compile faster but round some functions
+    differently in the last bit)."""
+    monkeypatch.setenv("DYNJAX_XLA_OPTIONS", "xla_cpu_use_fusion_emitters=true")

@@ -60,6 +60,9 @@ from dynjax.core.primitive import Primitive, abstract_eval_rules, impl_rules
 from dynjax.lowering.core import lowering_rules
 from helpers import examples
 
+# ulp budgets of XLA's default code generation: dynjax compiles as in a user's process
+pytestmark = pytest.mark.usefixtures("xla_defaults")
+
 # ---------------------------------------------------------------------------------------------
 # Hypothesis profiles. The default keeps this file well under a minute: few examples per
 # primitive and few distinct shapes (each one is an XLA compilation), and it is derandomized

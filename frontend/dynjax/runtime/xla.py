@@ -128,11 +128,13 @@ def process_index() -> int:
 def get_client():
     """Return the process-wide XLA CPU client (created on first use, and again in a child
     process after ``fork``: see ``_after_fork_in_child``)."""
-    global _client, _device, _device_list, _devices, _sharding
+    global _client, _device, _device_list, _devices, _sharding, _flags_at_start
     if _client is None:
         with _lock:
             if _client is None:
                 _patch_jaxlib()
+                if _flags_at_start is None:
+                    _flags_at_start = xla_flags()
                 client = _jax.get_tfrt_cpu_client(asynchronous=True, num_devices=_requested_devices(),
                                                   **_distributed_options)
                 _device = client.local_devices()[0]
@@ -224,10 +226,65 @@ def jaxlib_version() -> str:
     return jaxlib.__version__
 
 
-def compile_options_id() -> str:
-    """A string identifying the compile options we use (part of disk-cache keys)."""
+def compile_options():
+    """The ``CompileOptions`` of a compile: XLA's defaults, with the options named in
+    ``$DYNJAX_XLA_OPTIONS`` on top (``xla_option_overrides``)."""
     opts = _jax.CompileOptions()
-    return "default-CompileOptions:" + hashlib.sha256(opts.SerializeAsString()).hexdigest()[:16]
+    overrides = xla_option_overrides()
+    if overrides:
+        opts.env_option_overrides = list(overrides)
+    return opts
+
+
+def xla_option_overrides() -> tuple:
+    """``$DYNJAX_XLA_OPTIONS`` as ``(name, value)`` pairs: XLA debug options for dynjax's own
+    compiles (what ``compiler_options`` is to ``jax.jit``), e.g.
+    ``DYNJAX_XLA_OPTIONS="xla_cpu_use_fusion_emitters=false"`` (compiles 2-3x faster, runs some
+    programs slower). Items are ``name=value``, separated by spaces or commas; ``true``/``false``
+    are booleans, numbers are numbers, anything else a string."""
+    raw = os.environ.get("DYNJAX_XLA_OPTIONS", "")
+    pairs = []
+    for item in raw.replace(",", " ").split():
+        name, eq, text = item.partition("=")
+        name = name.strip().lstrip("-")
+        if not eq or not re.fullmatch(r"xla_\w+", name) or not text:
+            raise ValueError(f"DYNJAX_XLA_OPTIONS: {item!r} is not of the form xla_<option>=<value> "
+                             f"(in {raw!r})")
+        low = text.lower()
+        if low in ("true", "false"):
+            value = low == "true"
+        else:
+            try:
+                value = int(text)
+            except ValueError:
+                try:
+                    value = float(text)
+                except ValueError:
+                    value = text
+        pairs.append((name, value))
+    return tuple(pairs)
+
+
+def compile_options_id() -> str:
+    """A string identifying the compile options we use (part of disk-cache keys): the
+    ``CompileOptions`` (with ``$DYNJAX_XLA_OPTIONS``) and the ``XLA_FLAGS`` this process's XLA
+    was started with (both change what XLA emits: fast math, its emitters, ...), so that an
+    executable on disk is only loaded by a process that would have compiled the same one."""
+    digest = hashlib.sha256(_jax.CompileOptions().SerializeAsString())
+    digest.update(b"\0overrides\0" + repr(xla_option_overrides()).encode())
+    digest.update(b"\0XLA_FLAGS\0" + " ".join(xla_flags()).encode())
+    return "CompileOptions+XLA_FLAGS:" + digest.hexdigest()[:16]
+
+
+_flags_at_start: "tuple | None" = None
+
+
+def xla_flags() -> tuple:
+    """The ``XLA_FLAGS`` of this process, split and sorted: as they were when the client was
+    made (XLA reads them once), or as they are now before that."""
+    if _flags_at_start is not None:
+        return _flags_at_start
+    return tuple(sorted(os.environ.get("XLA_FLAGS", "").split()))
 
 
 _backend_fp: str | None = None
@@ -476,7 +533,7 @@ def compile(static_module) -> Executable:
     for t in list(in_types) + list(out_types):
         _aval_from_type(t)  # raises ValueError for dynamic / unsupported types
     try:
-        loaded = client.compile_and_load(static_module, _device_list, _jax.CompileOptions())
+        loaded = client.compile_and_load(static_module, _device_list, compile_options())
     except _jax.JaxRuntimeError as e:
         raise ValueError(f"XLA failed to compile the module: {e}") from None
     return Executable(loaded, in_types, out_types)
