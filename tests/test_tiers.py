@@ -482,6 +482,24 @@ def test_recompile_log_names_the_reason(caplog, monkeypatch):
     assert "argument 0 (x): rank 1 -> 2" in text
 
 
+def test_a_program_that_cannot_pad_says_why_once(caplog):
+    """A convolution over a dynamic spatial size has no padding rule: every size compiles its
+    exact executable, and the tiers log says why, once."""
+    from dynjax import lax
+    w = np.arange(6.0).reshape(1, 2, 3)   # OIW
+    f = qjit(lambda x: lax.conv_general_dilated(x, w, (1,), "VALID"),
+             abstracted_axes={2: "n"})
+    with caplog.at_level(logging.INFO, logger="dynjax.tiers"):
+        for n in (4, 7, 9):
+            x = np.arange(2.0 * n).reshape(1, 2, n)
+            want = np.array([[[np.sum(x[0, :, i:i + 3] * w[0]) for i in range(n - 2)]]])
+            np.testing.assert_allclose(f(x), want, rtol=1e-12)
+        tiers.wait_for_background()
+    said = [r.getMessage() for r in caplog.records if "cannot run padded" in r.getMessage()]
+    assert len(said) == 1 and "conv_general_dilated" in said[0], said
+    assert f.cache_info()["padded_runs"] == 0 and f.cache_info()["exact_runs"] == 3
+
+
 def test_dynjax_log_environment_variable_prints_to_stderr(tmp_path):
     script = tmp_path / "prog.py"
     script.write_text("import numpy as np, dynjax, dynjax.numpy as jnp\n"

@@ -188,9 +188,16 @@ class Segment:
                 if self._cheap_for_eager(args):
                     return CompilingBucket(self, bounds, values)
             return self.padded.get_or_fill(bounds, lambda: self._build_padded(bounds, values))
-        except NotPaddable:
-            self.paddable = False
+        except NotPaddable as e:
+            self._not_paddable(e)
             return None
+
+    def _not_paddable(self, why: NotPaddable) -> None:
+        """Padding proved impossible: every size of this program compiles its exact executable
+        from now on (said once under ``DYNJAX_LOG=tiers``, with the reason)."""
+        if self.paddable:
+            self.paddable = False
+            explain.maybe(explain.tiers, lambda: f"exact sizes only: the program cannot run padded ({why})")
 
     def _queue_own_bucket(self, args):
         """After the first size: its bucket and the next larger one, in the background."""
@@ -210,8 +217,8 @@ class Segment:
         def build(seg):     # the job holds the segment weakly (tiers.submit's ``subject``)
             try:
                 seg.padded.get_or_fill(bounds, lambda: seg._build_padded(bounds, values))
-            except NotPaddable:
-                seg.paddable = False
+            except NotPaddable as e:
+                seg._not_paddable(e)
         if tiers.submit(("bucket", bounds), build, priority, owner=self.stats,
                         on_drop=self.stats.job_dropped, subject=self):
             self.stats.background_compilations += 1
@@ -454,8 +461,8 @@ class CompilingBucket:
         seg = self.segment
         try:
             return seg.padded.get_or_fill(self.bounds, lambda: seg._build_padded(self.bounds, self.values))
-        except NotPaddable:
-            seg.paddable = False
+        except NotPaddable as e:
+            seg._not_paddable(e)
             return None
 
 
