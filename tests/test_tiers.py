@@ -80,10 +80,28 @@ PROGRAMS = [
     ("cond", lambda x: lax.cond(jnp.sum(x) > 0, lambda v: v * 2, lambda v: v[::-1] + 1, x),
      lambda r, n: [_ints(r, n)], {0: "n"}, lambda x: x * 2 if np.sum(x) > 0 else x[::-1] + 1),
     # functions with custom derivative rules run their primal bodies, padded
+    ("conv_same", lambda x: lax.conv_general_dilated(x, _W_CONV, (1,), "SAME", rhs_dilation=(2,)),
+     lambda r, n: [_ints(r, (2, 2, n))], {2: "n"}, lambda x: _np_conv1d(x, _W_CONV, 2, (2, 2))),
     ("custom_rules", lambda x: (_twice_plus_sum(x), _reversed_times_3(x[1:]), dynjax.nn.relu(x - 1)),
      lambda r, n: [_ints(r, n)], {0: "n"},
      lambda x: (x * 2 + np.sum(x), x[1:][::-1] * 3, np.maximum(x - 1, 0))),
 ]
+
+
+_W_CONV = np.array([[[1.0, -2.0, 3.0], [0.0, 2.0, -1.0]], [[2.0, 1.0, 0.0], [-3.0, 1.0, 1.0]]])
+
+
+def _np_conv1d(x, w, dilation, pads):
+    """A stride-1 convolution of x (N, C, W) with w (O, C, K), its taps ``dilation`` apart,
+    after zero-padding W by ``pads``: the oracle, by its definition."""
+    xp = np.pad(x, ((0, 0), (0, 0), pads))
+    span = (w.shape[2] - 1) * dilation + 1
+    out = max(xp.shape[2] - span + 1, 0)
+    res = np.zeros((x.shape[0], w.shape[0], out))
+    for i in range(out):
+        window = xp[:, :, i:i + span:dilation]                     # (N, C, K)
+        res[:, :, i] = np.einsum("nck,ock->no", window, w)
+    return res
 
 
 def _np_add_at(x, i):
@@ -483,21 +501,68 @@ def test_recompile_log_names_the_reason(caplog, monkeypatch):
 
 
 def test_a_program_that_cannot_pad_says_why_once(caplog):
-    """A convolution over a dynamic spatial size has no padding rule: every size compiles its
-    exact executable, and the tiers log says why, once."""
-    from dynjax import lax
+    """The gradient of a strided 'SAME' convolution over a dynamic length has a low padding
+    that depends on the length (it would shift the windows of a padded program): every size
+    compiles its exact executable, and the tiers log says why, once."""
     w = np.arange(6.0).reshape(1, 2, 3)   # OIW
-    f = qjit(lambda x: lax.conv_general_dilated(x, w, (1,), "VALID"),
+    f = qjit(dynjax.grad(lambda x: jnp.sum(lax.conv_general_dilated(x, w, (2,), "SAME") ** 2)),
              abstracted_axes={2: "n"})
     with caplog.at_level(logging.INFO, logger="dynjax.tiers"):
         for n in (4, 7, 9):
-            x = np.arange(2.0 * n).reshape(1, 2, n)
-            want = np.array([[[np.sum(x[0, :, i:i + 3] * w[0]) for i in range(n - 2)]]])
+            x = np.arange(2.0 * n).reshape(1, 2, n) % 3
+            y = _np_conv1d(x, w, 1, ((n - 1) // 2 * 2 + 3 - n) // 2 * np.array([1, 1])
+                           + np.array([0, ((n - 1) // 2 * 2 + 3 - n) % 2]))[:, :, ::2]
+            # d/dx sum(y^2) = 2 * sum over outputs of y * (the window's weights)
+            want = np.zeros_like(x)
+            lo = ((n - 1) // 2 * 2 + 3 - n) // 2
+            for i in range(y.shape[2]):
+                for k in range(3):
+                    j = 2 * i + k - lo
+                    if 0 <= j < n:
+                        want[0, :, j] += 2 * y[0, 0, i] * w[0, :, k]
             np.testing.assert_allclose(f(x), want, rtol=1e-12)
         tiers.wait_for_background()
     said = [r.getMessage() for r in caplog.records if "cannot run padded" in r.getMessage()]
-    assert len(said) == 1 and "conv_general_dilated" in said[0], said
-    assert f.cache_info()["padded_runs"] == 0 and f.cache_info()["exact_runs"] == 3
+    assert len(said) == 1 and "low padding that depends on a dynamic size" in said[0], said
+    # 7 and 9 ran eagerly while the bucket was tried; from then on, the exact tier
+    runs = f.cache_info()["exact_runs"]
+    f(np.ones((1, 2, 11)))
+    assert f.cache_info()["padded_runs"] == 0 and f.cache_info()["exact_runs"] == runs + 1
+
+
+@pytest.mark.parametrize("case", ["valid", "same_dilated", "explicit_strided", "batch_grouped"])
+def test_convolution_gradients_pad(case, tier):
+    """Convolutions and their transposes (the gradients by the input and by the kernel) run
+    padded over a dynamic batch or length: equal to the exact tier and to eager evaluation."""
+    rng = np.random.default_rng(7)
+    w = rng.integers(-3, 4, (4, 2, 3)).astype(float)
+    conv, axes, shape = {
+        "valid": (lambda w, x: lax.conv_general_dilated(x, w, (1,), "VALID"), {2: "n"},
+                  lambda n: (2, 2, n)),
+        "same_dilated": (lambda w, x: lax.conv_general_dilated(x, w, (1,), "SAME", rhs_dilation=(2,)),
+                         {2: "n"}, lambda n: (2, 2, n)),
+        "explicit_strided": (lambda w, x: lax.conv_general_dilated(x, w, (2,), ((-1, 2),), lhs_dilation=(2,)),
+                             {2: "n"}, lambda n: (2, 2, n)),
+        "batch_grouped": (lambda w, x: lax.conv_general_dilated(x, w[:, :1], (1,), "SAME",
+                                                                feature_group_count=2),
+                          {0: "n"}, lambda n: (n, 2, 5)),
+    }[case]
+    g = dynjax.grad(lambda w, x: jnp.sum(jnp.sin(conv(w, x))), argnums=(0, 1))
+    padded, exact = qjit(g, abstracted_axes=(None, axes)), qjit(g, abstracted_axes=(None, axes))
+    sizes = (0, 1, 2, 5, 17, 40)
+    for n in sizes:
+        x = rng.integers(-3, 4, shape(n)).astype(float)
+        tier("padded")
+        got = padded(w, x)
+        tier("exact")
+        want = exact(w, x)
+        eager = g(w, x)
+        for a, b, c in zip(got, want, eager):
+            assert a.shape == b.shape == np.shape(c), (case, n)
+            np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12, err_msg=f"{case} at {n}")
+            np.testing.assert_allclose(a, c, rtol=1e-12, atol=1e-12, err_msg=f"{case} at {n}")
+    info = padded.cache_info()
+    assert info["padded_runs"] == len(sizes) and info["exact_runs"] == 0, info
 
 
 def test_dynjax_log_environment_variable_prints_to_stderr(tmp_path):
