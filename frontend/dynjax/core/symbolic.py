@@ -71,7 +71,7 @@ def _expr_key(e: "Expr"):
 class Expr:
     """A canonical integer polynomial (see the module docstring). Immutable and hashable;
     ``==`` is structural equality of canonical forms."""
-    __slots__ = ("terms", "_key", "_hash")
+    __slots__ = ("terms", "_key", "_hash", "_form")
 
     def __init__(self, terms: Dict[tuple, int]):
         keyed = sorted(((_mono_key(m), m, c) for m, c in terms.items() if c != 0),
@@ -79,6 +79,7 @@ class Expr:
         self.terms = tuple((m, c) for _, m, c in keyed)
         self._key = tuple((k, c) for k, _, c in keyed)   # the canonical form, computed once
         self._hash = hash(self._key)
+        self._form = None   # see _decision_key
 
     @staticmethod
     def _from_keyed(keyed) -> "Expr":
@@ -89,6 +90,7 @@ class Expr:
         e.terms = tuple([(m, c) for _, m, c in keyed])
         e._key = tuple([(k, c) for k, _, c in keyed])
         e._hash = hash(e._key)
+        e._form = None
         return e
 
     def _keyed(self):
@@ -412,9 +414,13 @@ def _decision_key(e: Expr) -> tuple:
     """The form of ``e`` (see ``decide_ge``): its canonical key with symbol ids replaced by
     their ranks (order-preserving, so every comparison of keys comes out alike), and the
     bounds of its symbols by rank."""
-    symbols = sorted(_free_symbols(e), key=lambda s: s.id)
-    rank = {s.id: r for r, s in enumerate(symbols)}
-    return _ranked_expr_key(e._key, rank), tuple([(s.lo, s.hi) for s in symbols])
+    form = e._form
+    if form is None:   # computed once per expression (max0 asks about one ``d`` twice)
+        symbols = tuple(sorted(_free_symbols(e), key=lambda s: s.id))
+        rank = {s.id: r for r, s in enumerate(symbols)}
+        form = e._form = (_ranked_expr_key(e._key, rank), symbols)
+    ranked, symbols = form
+    return ranked, tuple([(s.lo, s.hi) for s in symbols])
 
 
 def _ranked_expr_key(key, rank):
