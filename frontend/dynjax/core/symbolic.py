@@ -376,13 +376,13 @@ def decide_ge(a, b) -> Optional[bool]:
     c = e.as_const()
     if c is not None:
         return c >= 0
+    facts = _facts_version   # (read before the bounds the key holds)
     key = _decision_key(e)
     known = _decisions.get(key, _UNDECIDED)
     if known is not _UNDECIDED:
         return known
     global _proofs
     _proofs += 1
-    facts = _facts_version
     if _nonnegative(e, (), 4):
         decision = True
     elif _nonnegative(-e - 1, (), 4):
