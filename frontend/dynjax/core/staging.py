@@ -273,7 +273,8 @@ class JaxprTrace(Trace):
         if primitive in effectful_primitives or any(
                 isinstance(v, (Jaxpr, tuple)) and _holds_jaxpr(v) for v in params.values()):
             return None
-        ops = tuple(("lit", str(t.literal.aval), t.literal.aval.weak_type, repr(t.literal.val))
+        ops = tuple(("lit", t.literal.aval.dtype, t.literal.aval.shape, t.literal.aval.weak_type,
+                     repr(t.literal.val))
                     if t.literal is not None else id(t) for t in tracers)
         try:
             key = (primitive, ops, tuple(sorted(params.items())))

@@ -41,7 +41,9 @@ class Symbol:
 
     def assume_nonnegative(self):
         """Record that this integer is a size (used as a dimension): ``>= 0``."""
-        self.lo = max(self.lo, 0)
+        if self.lo < 0:
+            self.lo = 0
+            _facts_changed()
 
     def __repr__(self):
         return self.name
@@ -69,7 +71,7 @@ def _expr_key(e: "Expr"):
 class Expr:
     """A canonical integer polynomial (see the module docstring). Immutable and hashable;
     ``==`` is structural equality of canonical forms."""
-    __slots__ = ("terms", "_key", "_hash")
+    __slots__ = ("terms", "_key", "_hash", "_form")
 
     def __init__(self, terms: Dict[tuple, int]):
         keyed = sorted(((_mono_key(m), m, c) for m, c in terms.items() if c != 0),
@@ -77,11 +79,34 @@ class Expr:
         self.terms = tuple((m, c) for _, m, c in keyed)
         self._key = tuple((k, c) for k, _, c in keyed)   # the canonical form, computed once
         self._hash = hash(self._key)
+        self._form = None   # see _decision_key
+
+    @staticmethod
+    def _from_keyed(keyed) -> "Expr":
+        """The expression of ``(monomial key, monomial, coeff)`` triples already sorted by
+        key, with nonzero coefficients: arithmetic on canonical operands knows the keys of
+        its terms, so it skips recomputing them (what ``__init__`` spends its time on)."""
+        e = Expr.__new__(Expr)
+        e.terms = tuple([(m, c) for _, m, c in keyed])
+        e._key = tuple([(k, c) for k, _, c in keyed])
+        e._hash = hash(e._key)
+        e._form = None
+        return e
+
+    def _keyed(self):
+        """This expression's terms as ``(monomial key, monomial, coeff)`` triples, in order."""
+        return [(k, m, c) for (k, c), (m, _) in zip(self._key, self.terms)]
 
     # --- construction ----------------------------------------------------------------------
     @staticmethod
     def const(c: int) -> "Expr":
-        return Expr({(): int(c)})
+        c = int(c)
+        e = _CONSTS.get(c)
+        if e is None:
+            e = Expr._from_keyed([((), (), c)] if c else [])
+            if -_INTERNED_CONSTS <= c <= _INTERNED_CONSTS:
+                _CONSTS[c] = e
+        return e
 
     @staticmethod
     def atom(a) -> "Expr":
@@ -126,15 +151,23 @@ class Expr:
     # --- arithmetic ------------------------------------------------------------------------
     def __add__(self, other):
         other = _lift(other)
-        out = dict(self.terms)
-        for m, c in other.terms:
-            out[m] = out.get(m, 0) + c
-        return Expr(out)
+        if not other.terms:
+            return self
+        if not self.terms:
+            return other
+        sums = {k: [m, c] for k, m, c in self._keyed()}
+        for (k, c), (m, _) in zip(other._key, other.terms):
+            mc = sums.get(k)
+            if mc is None:
+                sums[k] = [m, c]
+            else:
+                mc[1] += c
+        return Expr._from_keyed([(k, m, c) for k, (m, c) in sorted(sums.items(), key=_first) if c != 0])
 
     __radd__ = __add__
 
     def __neg__(self):
-        return Expr({m: -c for m, c in self.terms})
+        return Expr._from_keyed([(k, m, -c) for k, m, c in self._keyed()])
 
     def __sub__(self, other):
         return self + (-_lift(other))
@@ -144,6 +177,13 @@ class Expr:
 
     def __mul__(self, other):
         other = _lift(other)
+        k = other.as_const()
+        if k is None and self.as_const() is not None:
+            self, other, k = other, self, self.as_const()
+        if k is not None:   # a constant factor scales the coefficients: same monomials
+            if k == 0:
+                return Expr.const(0)
+            return self if k == 1 else Expr._from_keyed([(mk, m, c * k) for mk, m, c in self._keyed()])
         out: Dict[tuple, int] = {}
         for m1, c1 in self.terms:
             for m2, c2 in other.terms:
@@ -199,6 +239,15 @@ def _free_symbols(e: Expr, out=None) -> set:
                     if isinstance(a, Expr):
                         _free_symbols(a, out)
     return out
+
+
+def _first(pair):
+    return pair[0]
+
+
+#: the constants ``Expr.const`` keeps one expression of (sizes and counts are mostly small)
+_INTERNED_CONSTS = 1 << 16
+_CONSTS: Dict[int, Expr] = {}
 
 
 def _lift(x) -> Expr:
@@ -314,16 +363,81 @@ def bounds(e: Expr) -> Tuple[float, float]:
 
 
 def decide_ge(a, b) -> Optional[bool]:
-    """True when ``a >= b`` always holds, False when never, None when it depends."""
+    """True when ``a >= b`` always holds, False when never, None when it depends.
+
+    A decision is remembered (``_decisions``) under the *form* of ``a - b``: its structure
+    with each symbol replaced by its rank among the expression's symbols, and the bounds of
+    those symbols. The procedure only compares symbols by their order and reads their bounds,
+    so it answers alike any two expressions of one form. Tracing asks the same questions
+    again and again (every ``max`` / ``min`` of sizes), and each padded build of a program
+    asks those of the build before on fresh symbols; proving one may split on every
+    ``max0`` atom it holds."""
     e = _lift(a) - _lift(b)
     c = e.as_const()
     if c is not None:
         return c >= 0
+    facts = _facts_version   # (read before the bounds the key holds)
+    key = _decision_key(e)
+    known = _decisions.get(key, _UNDECIDED)
+    if known is not _UNDECIDED:
+        return known
+    global _proofs
+    _proofs += 1
     if _nonnegative(e, (), 4):
-        return True
-    if _nonnegative(-e - 1, (), 4):
-        return False
-    return None
+        decision = True
+    elif _nonnegative(-e - 1, (), 4):
+        decision = False
+    else:
+        decision = None
+    if facts == _facts_version:   # not decided under bounds that tightened meanwhile
+        if len(_decisions) >= REMEMBERED_DECISIONS:
+            _decisions.clear()
+        _decisions[key] = decision
+    return decision
+
+
+#: how many decisions ``decide_ge`` remembers (then it forgets them all and starts again)
+REMEMBERED_DECISIONS = 1 << 14
+_decisions: Dict[tuple, Optional[bool]] = {}
+_UNDECIDED = object()
+_facts_version = 0
+_proofs = 0
+
+
+def _facts_changed():
+    """A symbol's bounds tightened (a decision in progress may have read either bounds)."""
+    global _facts_version
+    _facts_version += 1
+
+
+def _decision_key(e: Expr) -> tuple:
+    """The form of ``e`` (see ``decide_ge``): its canonical key with symbol ids replaced by
+    their ranks (order-preserving, so every comparison of keys comes out alike), and the
+    bounds of its symbols by rank."""
+    form = e._form
+    if form is None:   # computed once per expression (max0 asks about one ``d`` twice)
+        symbols = tuple(sorted(_free_symbols(e), key=lambda s: s.id))
+        rank = {s.id: r for r, s in enumerate(symbols)}
+        form = e._form = (_ranked_expr_key(e._key, rank), symbols)
+    ranked, symbols = form
+    return ranked, tuple([(s.lo, s.hi) for s in symbols])
+
+
+def _ranked_expr_key(key, rank):
+    return tuple([(tuple([(_ranked_atom_key(a, rank), p) for a, p in mono]), c) for mono, c in key])
+
+
+def _ranked_atom_key(akey, rank):
+    if akey[0] == 0:
+        return (0, rank[akey[1]])
+    return (1, akey[1], tuple([_ranked_expr_key(x, rank) if isinstance(x, tuple) else x for x in akey[2]]))
+
+
+def proofs_made() -> int:
+    """How many decisions ``decide_ge`` has worked out so far, rather than remembered (tests of
+    the memo, and profiles: a padded build that proves anything the build before proved
+    does the same work twice)."""
+    return _proofs
 
 
 def _nonnegative(e: Expr, hyps, depth: int) -> bool:
