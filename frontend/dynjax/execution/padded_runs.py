@@ -97,6 +97,17 @@ def long_runs(jaxpr: Jaxpr):
 REMEMBERED_DECISIONS = 64
 
 
+def _cut(dims):
+    """How ``PaddedRun`` cuts an output of these dims (an int: that length; ``(j,)``: the
+    length is ``meta[j]``): None when all are static (nothing to cut), ``j`` when only the
+    leading one is not, else the dims."""
+    if all(d.__class__ is int for d in dims):
+        return None
+    if dims[0].__class__ is tuple and all(d.__class__ is int for d in dims[1:]):
+        return dims[0][0]
+    return dims
+
+
 class CapacityExceeded(Exception):
     """A padded program's resizing loop ``loop`` stopped early: its next iteration needed the
     carried sizes ``needed``, beyond the ``capacities`` it was built for."""
@@ -117,10 +128,9 @@ class PaddedRun:
         self.text = text   # the static module (introspection: f.mlir_specialized)
         self.long = long   # runs wait interruptibly: a bool, or a function of the inputs (long_runs)
         # per input: its padded shape (None: a scalar) and dtype; per output: where it is, and
-        # the axes to cut (None: its shape is static, nothing to cut)
+        # how to cut it (``_cut``)
         self._ins = [(shape, aval.dtype) for shape, aval in zip(program.in_shapes, program.in_avals)]
-        self._outs = [(at, m, None if all(d.__class__ is int for d in dims) else dims)
-                      for at, m, dims in zip(program.out_index, program.out_meta, program.out_dims)]
+        self._outs = [(at, m, _cut(dims)) for at, m, dims in zip(program.out_index, program.out_meta, program.out_dims)]
 
     def __call__(self, args: Sequence[Any]) -> List[np.ndarray]:
         return self.run(args)[0]
@@ -169,6 +179,8 @@ class PaddedRun:
                 results.append(np.asarray(meta[m], np.int64))
             elif dims is None:
                 results.append(outs[at])
+            elif dims.__class__ is int:   # only the leading axis: a contiguous view
+                results.append(outs[at][:meta[dims]])
             else:
                 cut = tuple([slice(0, d if d.__class__ is int else meta[d[0]]) for d in dims])
                 results.append(np.ascontiguousarray(outs[at][cut]))
@@ -220,6 +232,7 @@ class CapacityProgram:
         self.ints = [i for i, v in enumerate(jaxpr.invars) if _is_int_scalar(v)]
         # int values -> (PaddedRun, long) serving those inputs directly (None: no longer)
         self.steady = BoundedCache(stats.cache_size)
+        self._steady_hit = self.steady._data.get   # its lookup without the recency update
         self.repeats = BoundedCache(stats.cache_size)   # int values -> _Repeats
         self.completed_any = False
         self.compile_seconds: Optional[float] = None    # the mean time of this program's compiles
@@ -233,7 +246,7 @@ class CapacityProgram:
         (``_completed``), else None (``run`` then chooses). The dispatch table's calls come
         here first: it is the whole call once a size repeats."""
         key = tuple([int(args[i]) for i in self.ints])
-        steady = self.steady.get(key)
+        steady = self._steady_hit(key)
         if steady is None:
             return None
         run, long, caps = steady
@@ -297,7 +310,7 @@ class CapacityProgram:
                 self.sufficed.put(choice, True)
             if explain.tiers.isEnabledFor(INFO):
                 self._log_run(caps, key)
-            self._completed(key, own, choice, run, long, meta, seconds)
+            self._completed(key, values, own, choice, run, long, meta, seconds)
             return outs
 
     def _log_run(self, caps, key):
@@ -307,17 +320,19 @@ class CapacityProgram:
                          f", {self.describe_input(i)} = {values[i]}" for i in self.sized))
 
     # --- a repeated call: the run that fits it, found once ------------------------------------
-    def _completed(self, key, own, choice, run: PaddedRun, long, meta, seconds):
+    def _completed(self, key, values, own, choice, run: PaddedRun, long, meta, seconds):
         """After a run at ``choice`` = (buckets, capacities) completed for the inputs whose
-        integer values are ``key``: the *tight* choice for them is their own buckets and, per
-        loop, the buckets of the carried sizes it ended with. A run at the tight choice serves
-        the key's later calls directly (``steady``). A run at a looser one (capacities grown
-        fourfold, buckets built ahead: up to ~4x the work per iteration) keeps serving them
-        until the key has recurred enough to pay for the tight compile (``tiers.worth_exact``,
-        as a size's exact executable; the first inputs a program completes for get it right
-        away when compiles ahead are on), made on the background thread. A loop whose sizes
-        shrink again may need more than it ended with: its tight run then stops early, and the
-        key goes back to the general path for good (``_unsteady``)."""
+        integer values are ``key`` (``values``: those that are sizes, of buckets ``own``): the
+        capacities they need are, per loop, the buckets of the carried sizes it ended with. A
+        run at their own buckets and those capacities serves the key's later calls directly
+        (``steady``). A run at a looser choice (capacities grown fourfold, buckets built ahead:
+        up to ~4x the work per iteration) keeps serving them until the key has recurred enough
+        to pay for a compile of its own (``tiers.worth_exact``, as a size's exact executable;
+        the first inputs a program completes for get it right away when compiles ahead are
+        on), made on the background thread, at the sizes themselves (no input is padded) and
+        the capacities they need. A loop whose sizes shrink again may need more than it ended
+        with: that run then stops early, and the key goes back to the general path for good
+        (``_unsteady``)."""
         first = not self.completed_any
         self.completed_any = True
         record = self.repeats.get(key)
@@ -325,23 +340,25 @@ class CapacityProgram:
             record = self.repeats.get_or_fill(key, _Repeats)
         if record.unsteady:
             return
-        tight = (own, tuple([tuple([bucket(meta[j]) for j in loop.reached]) for loop in run.program.loops]))
-        if choice == tight:
-            self.steady.put(key, (run, long, choice[1]))
+        caps = tuple([tuple([bucket(meta[j]) for j in loop.reached]) for loop in run.program.loops])
+        if choice == (own, caps):
+            self.steady.put(key, (run, long, caps))
             return
         record.calls += 1
         record.seconds += seconds
         if record.requested:
             return
-        waste = 1.0 - (sum(tight[0]) + sum(sum(c) for c in tight[1])) / max(
+        tight = (values, caps)
+        waste = 1.0 - (sum(values) + sum(sum(c) for c in caps)) / max(
             1, sum(choice[0]) + sum(sum(c) for c in choice[1]))
         if ((first and tiers.compile_ahead()) or tiers.worth_exact(
                 record.calls, record.seconds, record.calls, waste, self.compile_seconds or tiers.DEFAULT_COMPILE_SECONDS)):
             self._build_tight_later(key, tight, record)
 
     def _build_tight_later(self, key, tight, record: "_Repeats"):
-        """Build the tight run for ``key`` (see ``_completed``), in the background unless
-        ``DYNJAX_SYNC_COMPILE`` is set; it serves the key's calls once it is ready."""
+        """Build the run of ``key``'s own sizes and capacities ``tight`` (see ``_completed``),
+        in the background unless ``DYNJAX_SYNC_COMPILE`` is set; it serves the key's calls
+        once it is ready."""
         record.requested = True
         bounds, caps = tight
 
