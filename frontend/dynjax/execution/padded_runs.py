@@ -12,7 +12,10 @@ loop growing to ``n`` elements thus costs ``log4(n)`` compiles the first time; t
 capacities that sufficed are remembered, so later calls run once, with no host round trip.
 A run that completed serves every later call whose inputs fit its size buckets, and a call
 with larger inputs starts from the capacities that served smaller ones, scaled up
-(``CapacityProgram._choose``).
+(``CapacityProgram._choose``). Growing fourfold can leave a loop up to 4x the room it needs,
+and every iteration works on the whole buffer: inputs that repeat (the same integer values)
+get a run at their exact sizes and at the capacities their loops ended with, which then
+serves them directly (``CapacityProgram._completed``, ``run_steady``).
 """
 from __future__ import annotations
 
@@ -351,22 +354,29 @@ class CapacityProgram:
         tight = (values, caps)
         waste = 1.0 - (sum(values) + sum(sum(c) for c in caps)) / max(
             1, sum(choice[0]) + sum(sum(c) for c in choice[1]))
-        if ((first and tiers.compile_ahead()) or tiers.worth_exact(
-                record.calls, record.seconds, record.calls, waste, self.compile_seconds or tiers.DEFAULT_COMPILE_SECONDS)):
-            self._build_tight_later(key, tight, record)
+        compile_seconds = self.compile_seconds or tiers.DEFAULT_COMPILE_SECONDS
+        if first and tiers.compile_ahead():
+            self._build_tight_later(key, tight, record, "the first inputs' loops ended well inside their "
+                                    "capacities (compiled ahead)")
+        elif tiers.worth_exact(record.calls, record.seconds, record.calls, waste, compile_seconds):
+            self._build_tight_later(key, tight, record, f"these inputs recurred ({record.calls} calls at "
+                                    "capacities larger than they need)")
 
-    def _build_tight_later(self, key, tight, record: "_Repeats"):
+    def _build_tight_later(self, key, tight, record: "_Repeats", why: str):
         """Build the run of ``key``'s own sizes and capacities ``tight`` (see ``_completed``),
         in the background unless ``DYNJAX_SYNC_COMPILE`` is set; it serves the key's calls
-        once it is ready."""
+        once it is ready. ``why`` goes to the compile log."""
         record.requested = True
         bounds, caps = tight
 
         def build(cp):
             run = cp.runs.get(tight)
             if run is None:
-                run = cp.runs.get_or_fill(tight, lambda: cp._build(bounds, caps, why=(
-                    f"these inputs recurred ({record.calls} calls at capacities larger than they need)")))
+                try:
+                    run = cp.runs.get_or_fill(tight, lambda: cp._build(bounds, caps, why=why))
+                except NotPaddable:   # not at these exact sizes: the runs that served them go on
+                    record.unsteady = True
+                    return
             if not record.unsteady:
                 cp.steady.put(key, (run, None, caps))
         stats = self.stats
@@ -374,9 +384,8 @@ class CapacityProgram:
         def dropped():
             record.requested = False   # asked again when the inputs come again
             stats.job_dropped()
-        explain.maybe(explain.recompiles, lambda: "inputs recurred, compile their resizing loops at the "
-                      f"capacities they need {[list(c) for c in caps]}"
-                      + ("" if tiers.synchronous() else " in the background"))
+        explain.maybe(explain.recompiles, lambda: f"{why}: compile their resizing loops at the capacities "
+                      f"they need {[list(c) for c in caps]}" + ("" if tiers.synchronous() else " in the background"))
         if tiers.synchronous():
             build(self)
         elif tiers.submit(("tight", key), build, tiers.EXACT, record.calls, owner=stats,
