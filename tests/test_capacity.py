@@ -12,6 +12,8 @@ import pytest
 
 import dynjax
 import dynjax.numpy as jnp
+from dynjax.execution import tiers
+from dynjax.execution.padding import bucket
 from dynjax import for_loop, lax, qjit
 
 # these tests check the tiers as a user's process runs them: compiles ahead included
@@ -151,14 +153,18 @@ def test_growth_is_logged_and_the_capacities_are_remembered(caplog):
     grown = [r.getMessage() for r in caplog.records if "grow its capacities" in r.getMessage()]
     assert grown == ["for_loop #0 needs sizes [17]: grow its capacities [16] to [64]",
                      "for_loop #0 needs sizes [65]: grow its capacities [64] to [256]"]
+    # the loop ended at 101 elements: the run at the capacity they need (128) is compiled
+    # ahead, in the background, for these inputs
+    tiers.wait_for_background()
     compiles = f.cache_info()["padded_compilations"] + f.cache_info()["disk_cache_hits"]
+    assert compiles == 4
     caplog.clear()
     with caplog.at_level(logging.INFO, logger="dynjax"):
         for n in (100, 7, 250):
             np.testing.assert_array_equal(f(n), np.r_[0.0, np.full(n, 0.5)])
     assert not [r for r in caplog.records if "grow" in r.getMessage()]
     served = [r.getMessage() for r in caplog.records if r.name == "dynjax.tiers"]
-    assert served == ["padded tier, resizing loops at capacities [[256]]"] * 3
+    assert served == [f"padded tier, resizing loops at capacities [[{c}]]" for c in (128, 256, 256)]
     assert f.cache_info()["padded_compilations"] + f.cache_info()["disk_cache_hits"] == compiles
 
 
@@ -256,6 +262,7 @@ def test_a_much_larger_capacity_run_does_not_serve_a_tiny_size():
     f = qjit(grow_while, abstracted_axes=({0: "n"},))
     x = np.linspace(-1, 1, 1500)
     np.testing.assert_allclose(f(x), grow_while_np(x), rtol=1e-13)
+    tiers.wait_for_background()   # the run at the capacities x needs, compiled ahead
     before = f.cache_info()["padded_compilations"] + f.cache_info()["disk_cache_hits"]
     small = x[:5]
     np.testing.assert_allclose(f(small), grow_while_np(small), rtol=1e-13)
@@ -371,3 +378,80 @@ def test_short_runs_of_loops_with_an_input_trip_count_skip_the_runner_thread():
         for i in range(n):
             want = np.concatenate([want, want[:1] + i])
         np.testing.assert_array_equal(f(n), want)
+
+
+# --- a repeated call: the run at the capacities its inputs need --------------------------------
+def doubling(x):
+    return lax.while_loop(lambda c: c[1] < 6, lambda c: (jnp.concatenate([c[0], c[0] * 0.5]), c[1] + 1),
+                          (x, 0), allow_array_resizing=True)[0]
+
+
+def doubled(x):
+    for _ in range(6):
+        x = np.concatenate([x, x * 0.5])
+    return x
+
+
+@pytest.mark.parametrize("n", [0, 1, 5, 40])
+def test_repeated_inputs_run_at_the_capacities_they_need(n, caplog):
+    """The first call grows the capacities fourfold, past what the loop needs (64 x n of up to
+    4x that); the run at the capacity it ended with is compiled ahead, and serves the
+    repeated calls directly, through the dispatch table: no more compiles, no choice made."""
+    f = qjit(doubling, abstracted_axes=({0: "n"},))
+    x = np.linspace(-1.0, 1.0, n)
+    np.testing.assert_array_equal(f(x), doubled(x))
+    tiers.wait_for_background()
+    cp = f._entry().program.capacity
+    need = bucket(64 * n)
+    assert cp.steady.get((n,))[2] == ((need,),)
+    compiles = f.cache_info()["padded_compilations"] + f.cache_info()["disk_cache_hits"]
+    with caplog.at_level(logging.INFO, logger="dynjax"):
+        for _ in range(3):
+            got = f(x)
+            np.testing.assert_array_equal(got, doubled(x))
+            assert not np.may_share_memory(got, x)
+    served = [r.getMessage() for r in caplog.records if r.name == "dynjax.tiers"]
+    assert served == [f"padded tier, resizing loops at capacities [[{need}]], the size of n (axis 0 of "
+                      "argument 0) = " + str(n)] * 3
+    plan = f._fast_plan((x,))   # the dispatch table's plan goes to the direct run first
+    assert plan is not None and plan[1].steady == cp.run_steady
+    info = f.cache_info()
+    assert info["padded_compilations"] + info["disk_cache_hits"] == compiles
+    assert info["padded_runs"] == 4 and info["host_steps"] == 0
+
+
+def test_a_trip_count_that_recurs_gets_its_capacity(monkeypatch):
+    """Inputs served at larger capacities than they need get their own run once they recur
+    enough to pay for its compile (``tiers.worth_exact``; here after 2 calls)."""
+    monkeypatch.setenv("DYNJAX_EXACT_AFTER", "2")
+    monkeypatch.setenv("DYNJAX_SYNC_COMPILE", "1")
+    f = qjit(append_halves)
+    for n in (1000, 100, 100, 100, 1000):
+        np.testing.assert_array_equal(f(n), np.r_[0.0, np.full(n, 0.5)])
+    cp = f._entry().program.capacity
+    assert cp.steady.get((1000,))[2] == ((1024,),) and cp.steady.get((100,))[2] == ((128,),)
+    info = f.cache_info()
+    assert info["padded_compilations"] + info["disk_cache_hits"] == 4 + 1   # 16, 64, 256, 1024; then 128
+
+
+def test_data_that_make_a_loop_go_further_leave_the_direct_run(caplog):
+    """The same sizes, other data: a loop that now needs more than the run serving those
+    inputs has stops early, and they take the general path (growth) from then on."""
+    @qjit(abstracted_axes=({0: "n"},))
+    def f(x):
+        return lax.while_loop(lambda a: jnp.sum(a) < x[0], lambda a: jnp.concatenate([a, a[:1]]),
+                              jnp.ones(1), allow_array_resizing=True)
+
+    def want(x):
+        a = np.ones(1)
+        while a.sum() < x[0]:
+            a = np.concatenate([a, a[:1]])
+        return a
+    for k, first in enumerate((10.0, 10.0, 10.0, 300.0, 10.0, 300.0, 0.0)):
+        x = np.array([first, 2.0])
+        np.testing.assert_array_equal(f(x), want(x))
+        if k == 0:   # the run at the capacity these inputs needed (16), compiled ahead
+            tiers.wait_for_background()
+            assert f._entry().program.capacity.steady.get((2,))[2] == ((16,),)
+    cp = f._entry().program.capacity
+    assert cp.steady.get((2,)) is None and cp.repeats.get((2,)).unsteady

@@ -383,10 +383,14 @@ def test_growing_for_loop_runs_on_device_with_capacities(n, tier):
     f = qjit(lambda n: for_loop(0, n, 1, allow_array_resizing=True)(
         lambda i, a: jnp.concatenate([a, a[:1] * 2 + i]))(jnp.ones(1)))
     np.testing.assert_array_equal(f(n), np.concatenate([[1.0], 2.0 + np.arange(n)]))
+    tiers.wait_for_background()
     info = f.cache_info()
     capacities = 1 + max(0, int(np.ceil(np.log((n + 1) / 16) / np.log(4))))   # 16, 64, 256, 1024
+    # the first inputs whose loop ended well inside its last capacity get the capacity they
+    # need, compiled ahead in the background (padded_runs._completed)
+    tight = bucket(n + 1) != 16 * 4 ** (capacities - 1)
     compiles = info["compilations"] + info["padded_compilations"] + info["disk_cache_hits"]
-    assert info["host_steps"] == 0 and compiles == capacities and info["padded_runs"] == 1, info
+    assert info["host_steps"] == 0 and compiles == capacities + tight and info["padded_runs"] == 1, info
     np.testing.assert_array_equal(f(n), np.concatenate([[1.0], 2.0 + np.arange(n)]))
     info = f.cache_info()
     assert info["padded_runs"] == 2

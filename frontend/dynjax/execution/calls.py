@@ -16,17 +16,24 @@ class ProgramCall:
     """The dispatch table's plan for a trace that is more than one executable (segments, host
     steps, or one capacity program): its arguments' shapes fix the implicit dims, so a call
     only converts scalars to the traced dtypes and runs the program."""
-    __slots__ = ("program", "dims", "dtypes")
+    __slots__ = ("program", "dims", "dtypes", "steady")
 
     def __init__(self, program, dims, dtypes):
         self.program = program
         self.dims = list(dims)
         self.dtypes = dtypes
+        # a capacity program's direct run of repeated inputs: tried first, it is the whole call
+        self.steady = program.capacity.run_steady if program.capacity is not None else None
 
     def call_exact(self, args):
         dtypes = self.dtypes
-        leaves = [x if type(x) is np.ndarray else np.asarray(x, dtypes[i]) for i, x in enumerate(args)]
-        return self.program.run(self.dims + leaves)
+        args = self.dims + [x if type(x) is np.ndarray else np.asarray(x, dtypes[i]) for i, x in enumerate(args)]
+        steady = self.steady
+        if steady is not None:
+            outs = steady(args)
+            if outs is not None:
+                return outs
+        return self.program.run(args)
 
 
 def describe_input_fn(traced: TracedFunction):

@@ -12,16 +12,21 @@ loop growing to ``n`` elements thus costs ``log4(n)`` compiles the first time; t
 capacities that sufficed are remembered, so later calls run once, with no host round trip.
 A run that completed serves every later call whose inputs fit its size buckets, and a call
 with larger inputs starts from the capacities that served smaller ones, scaled up
-(``CapacityProgram._choose``).
+(``CapacityProgram._choose``). Growing fourfold can leave a loop up to 4x the room it needs,
+and every iteration works on the whole buffer: inputs that repeat (the same integer values)
+get a run at their exact sizes and at the capacities their loops ended with, which then
+serves them directly (``CapacityProgram._completed``, ``run_steady``).
 """
 from __future__ import annotations
 
+import time
+from logging import INFO
 from typing import Any, List, Optional, Sequence
 
 import numpy as np
 
 from ..core.jaxpr import ClosedJaxpr, Jaxpr, Var
-from . import compile_log, explain
+from . import compile_log, explain, tiers
 from .analysis import is_int_scalar as _is_int_scalar, needed_vars
 from .lru import BoundedCache
 from .padding import MIN_BUCKET, NotPaddable, bucket, pad_jaxpr
@@ -95,6 +100,17 @@ def long_runs(jaxpr: Jaxpr):
 REMEMBERED_DECISIONS = 64
 
 
+def _cut(dims):
+    """How ``PaddedRun`` cuts an output of these dims (an int: that length; ``(j,)``: the
+    length is ``meta[j]``): None when all are static (nothing to cut), ``j`` when only the
+    leading one is not, else the dims."""
+    if all(d.__class__ is int for d in dims):
+        return None
+    if dims[0].__class__ is tuple and all(d.__class__ is int for d in dims[1:]):
+        return dims[0][0]
+    return dims
+
+
 class CapacityExceeded(Exception):
     """A padded program's resizing loop ``loop`` stopped early: its next iteration needed the
     carried sizes ``needed``, beyond the ``capacities`` it was built for."""
@@ -114,36 +130,77 @@ class PaddedRun:
         self.exe = exe
         self.text = text   # the static module (introspection: f.mlir_specialized)
         self.long = long   # runs wait interruptibly: a bool, or a function of the inputs (long_runs)
+        # per input: its padded shape (None: a scalar) and dtype; per output: where it is, and
+        # how to cut it (``_cut``)
+        self._ins = [(shape, aval.dtype) for shape, aval in zip(program.in_shapes, program.in_avals)]
+        self._outs = [(at, m, _cut(dims)) for at, m, dims in zip(program.out_index, program.out_meta, program.out_dims)]
 
     def __call__(self, args: Sequence[Any]) -> List[np.ndarray]:
+        return self.run(args)[0]
+
+    def inputs(self, args: Sequence[Any]) -> List[Any]:
+        """The executable's inputs for the segment's: arrays padded to their shapes, scalars
+        as numpy values of their dtypes, then the host prologue's values."""
         p = self.program
         inputs = []
-        for x, shape, aval in zip(args, p.in_shapes, p.in_avals):
-            if shape is None:
-                inputs.append(np.asarray(x, aval.dtype))
-            elif type(x) is np.ndarray and x.shape == shape and x.dtype == aval.dtype:
+        for x, (shape, dtype) in zip(args, self._ins):
+            if x.__class__ is np.ndarray and x.dtype == dtype and (shape is None or x.shape == shape):
                 inputs.append(x)
+            elif shape is None:
+                inputs.append(np.asarray(x, dtype))
             else:
-                buf = np.zeros(shape, aval.dtype)
+                buf = np.zeros(shape, dtype)
                 buf[tuple(slice(0, n) for n in np.shape(x))] = x
                 inputs.append(buf)
         if p.prologue is not None:
             inputs.extend(p.prologue.values(tuple([int(args[i]) for i in p.prologue_inputs])))
+        return inputs
+
+    def long_for(self, inputs) -> bool:
+        """Whether a run on these inputs waits interruptibly (``long_runs``)."""
         long = self.long
-        outs = self.exe.call_exact(inputs, long(inputs) if callable(long) else long)
+        return long(inputs) if callable(long) else long
+
+    def run(self, args: Sequence[Any], long=None):
+        """The results, each cut to its size, and the meta output as a list (None when the
+        program has none). ``long``: whether to wait interruptibly (None: ``long_for``).
+        Raises CapacityExceeded when a resizing loop stopped early."""
+        inputs = self.inputs(args)
+        return self.execute(inputs, self.long_for(inputs) if long is None else long)
+
+    def execute(self, inputs: List[Any], long: bool):
+        """``run`` on the executable's ``inputs`` (see ``inputs``)."""
+        p = self.program
+        outs = self.exe.call_exact(inputs, long)
         meta = outs[-1].tolist() if p.has_meta else None
         for k, loop in enumerate(p.loops):
             if meta[loop.over]:
                 raise CapacityExceeded(k, [meta[j] for j in loop.needed], loop.capacities)
         results = []
-        for at, m, dims in zip(p.out_index, p.out_meta, p.out_dims):
+        for at, m, dims in self._outs:
             if at is None:
                 results.append(np.asarray(meta[m], np.int64))
-                continue
-            o = outs[at]
-            cut = tuple([slice(0, d if d.__class__ is int else meta[d[0]]) for d in dims])
-            results.append(np.ascontiguousarray(o[cut]) if cut else o)
-        return results
+            elif dims is None:
+                results.append(outs[at])
+            elif dims.__class__ is int:   # only the leading axis: a contiguous view
+                results.append(outs[at][:meta[dims]])
+            else:
+                cut = tuple([slice(0, d if d.__class__ is int else meta[d[0]]) for d in dims])
+                results.append(np.ascontiguousarray(outs[at][cut]))
+        return results, meta
+
+
+class _Repeats:
+    """How often the inputs of one key ran at a looser choice than they need (``seconds``: the
+    runs' total time), whether their tight run was requested, and whether they proved
+    unsteady (a direct run stopped early)."""
+    __slots__ = ("calls", "seconds", "requested", "unsteady")
+
+    def __init__(self):
+        self.calls = 0
+        self.seconds = 0.0
+        self.requested = False
+        self.unsteady = False
 
 
 def resizing_loops(jaxpr: Jaxpr) -> List[Any]:
@@ -173,11 +230,51 @@ class CapacityProgram:
         self.sufficed = BoundedCache(stats.cache_size)  # (buckets, capacities) that completed a run
         self.checked = BoundedCache(stats.cache_size)   # sizes whose host checks passed
         self.usable = True
+        # the integer inputs (sizes, trip counts, ...): their values decide the shapes and how
+        # far the loops go, so they key a repeated call (``_completed``)
+        self.ints = [i for i, v in enumerate(jaxpr.invars) if _is_int_scalar(v)]
+        # int values -> (PaddedRun, long) serving those inputs directly (None: no longer)
+        self.steady = BoundedCache(stats.cache_size)
+        self._steady_hit = self.steady._data.get   # its lookup without the recency update
+        self.repeats = BoundedCache(stats.cache_size)   # int values -> _Repeats
+        self.completed_any = False
+        self.compile_seconds: Optional[float] = None    # the mean time of this program's compiles
+        self._compiles = 0
         # introspection only (f.mlir_specialized, f.hlo): never read on a call path
         self.last_specialized: Optional[str] = None
         self.last_executable = None
 
+    def run_steady(self, args: Sequence[Any]) -> Optional[List[Any]]:
+        """The outputs when a run already serves inputs of these integer values directly
+        (``_completed``), else None (``run`` then chooses). The dispatch table's calls come
+        here first: it is the whole call once a size repeats."""
+        key = tuple([int(args[i]) for i in self.ints])
+        steady = self._steady_hit(key)
+        if steady is None:
+            return None
+        run, long, caps = steady
+        try:
+            if long is None:   # built in the background: decided at its first call
+                inputs = run.inputs(args)
+                long = run.long_for(inputs)
+                self.steady.put(key, (run, long, caps))
+                outs = run.execute(inputs, long)[0]
+            else:
+                outs = run.run(args, long)[0]
+        except CapacityExceeded:   # the data made a loop go further: the general path from now on
+            self._unsteady(key)
+            return None
+        self.stats.padded_runs += 1
+        self.last_specialized, self.last_executable = run.text, run.exe
+        if explain.tiers.isEnabledFor(INFO):
+            self._log_run(caps, key)
+        return outs
+
     def run(self, args: Sequence[Any]) -> Optional[List[Any]]:
+        outs = self.run_steady(args)
+        if outs is not None:
+            return outs
+        key = tuple([int(args[i]) for i in self.ints])
         values = tuple([int(args[i]) for i in self.sized])
         if not self.usable or any(v < 0 for v in values):
             return None
@@ -187,33 +284,120 @@ class CapacityProgram:
         own = tuple([bucket(v) for v in values])
         bounds, caps = self._choose(own)
         while True:
-            key = (bounds, caps)
-            run = self.runs.get(key)
+            choice = (bounds, caps)
+            run = self.runs.get(choice)
             if run is None:
                 try:
-                    run = self.runs.get_or_fill(key, lambda: self._build(bounds, caps))
+                    run = self.runs.get_or_fill(choice, lambda: self._build(bounds, caps))
                 except NotPaddable as e:
                     self.usable = False
                     reason = str(e)
                     explain.maybe(explain.tiers, lambda: f"a program with resizing loops runs step by step: {reason}")
                     return None
+            inputs = run.inputs(args)
+            long = run.long_for(inputs)
+            start = time.perf_counter()
             try:
-                outs = run(args)
+                outs, meta = run.execute(inputs, long)
             except CapacityExceeded as over:
                 caps = self._grown(caps, over)
                 if caps is None:   # no growth would help (never seen): run step by step
                     self.usable = False
                     return None
                 continue
+            seconds = time.perf_counter() - start
             self.stats.padded_runs += 1
             self.last_specialized, self.last_executable = run.text, run.exe
-            if self.hints.get(own) != (bounds, caps):
-                self.hints.put(own, (bounds, caps))
-                self.sufficed.put((bounds, caps), True)
-            explain.maybe(explain.tiers, lambda: "padded tier, resizing loops at capacities "
-                          f"{[list(c) for c in caps]}" + "".join(
-                              f", {self.describe_input(i)} = {v}" for i, v in zip(self.sized, values)))
+            if self.hints.get(own) != choice:
+                self.hints.put(own, choice)
+                self.sufficed.put(choice, True)
+            if explain.tiers.isEnabledFor(INFO):
+                self._log_run(caps, key)
+            self._completed(key, values, own, choice, run, long, meta, seconds)
             return outs
+
+    def _log_run(self, caps, key):
+        values = dict(zip(self.ints, key))
+        explain.note(explain.tiers, "padded tier, resizing loops at capacities "
+                     f"{[list(c) for c in caps]}" + "".join(
+                         f", {self.describe_input(i)} = {values[i]}" for i in self.sized))
+
+    # --- a repeated call: the run that fits it, found once ------------------------------------
+    def _completed(self, key, values, own, choice, run: PaddedRun, long, meta, seconds):
+        """After a run at ``choice`` = (buckets, capacities) completed for the inputs whose
+        integer values are ``key`` (``values``: those that are sizes, of buckets ``own``): the
+        capacities they need are, per loop, the buckets of the carried sizes it ended with. A
+        run at their own buckets and those capacities serves the key's later calls directly
+        (``steady``). A run at a looser choice (capacities grown fourfold, buckets built ahead:
+        up to ~4x the work per iteration) keeps serving them until the key has recurred enough
+        to pay for a compile of its own (``tiers.worth_exact``, as a size's exact executable;
+        the first inputs a program completes for get it right away when compiles ahead are
+        on), made on the background thread, at the sizes themselves (no input is padded) and
+        the capacities they need. A loop whose sizes shrink again may need more than it ended
+        with: that run then stops early, and the key goes back to the general path for good
+        (``_unsteady``)."""
+        first = not self.completed_any
+        self.completed_any = True
+        record = self.repeats.get(key)
+        if record is None:
+            record = self.repeats.get_or_fill(key, _Repeats)
+        if record.unsteady:
+            return
+        caps = tuple([tuple([bucket(meta[j]) for j in loop.reached]) for loop in run.program.loops])
+        if choice == (own, caps):
+            self.steady.put(key, (run, long, caps))
+            return
+        record.calls += 1
+        record.seconds += seconds
+        if record.requested:
+            return
+        tight = (values, caps)
+        waste = 1.0 - (sum(values) + sum(sum(c) for c in caps)) / max(
+            1, sum(choice[0]) + sum(sum(c) for c in choice[1]))
+        compile_seconds = self.compile_seconds or tiers.DEFAULT_COMPILE_SECONDS
+        if first and tiers.compile_ahead():
+            self._build_tight_later(key, tight, record, "the first inputs' loops ended well inside their "
+                                    "capacities (compiled ahead)")
+        elif tiers.worth_exact(record.calls, record.seconds, record.calls, waste, compile_seconds):
+            self._build_tight_later(key, tight, record, f"these inputs recurred ({record.calls} calls at "
+                                    "capacities larger than they need)")
+
+    def _build_tight_later(self, key, tight, record: "_Repeats", why: str):
+        """Build the run of ``key``'s own sizes and capacities ``tight`` (see ``_completed``),
+        in the background unless ``DYNJAX_SYNC_COMPILE`` is set; it serves the key's calls
+        once it is ready. ``why`` goes to the compile log."""
+        record.requested = True
+        bounds, caps = tight
+
+        def build(cp):
+            run = cp.runs.get(tight)
+            if run is None:
+                try:
+                    run = cp.runs.get_or_fill(tight, lambda: cp._build(bounds, caps, why=why))
+                except NotPaddable:   # not at these exact sizes: the runs that served them go on
+                    record.unsteady = True
+                    return
+            if not record.unsteady:
+                cp.steady.put(key, (run, None, caps))
+        stats = self.stats
+
+        def dropped():
+            record.requested = False   # asked again when the inputs come again
+            stats.job_dropped()
+        explain.maybe(explain.recompiles, lambda: f"{why}: compile their resizing loops at the capacities "
+                      f"they need {[list(c) for c in caps]}" + ("" if tiers.synchronous() else " in the background"))
+        if tiers.synchronous():
+            build(self)
+        elif tiers.submit(("tight", key), build, tiers.EXACT, record.calls, owner=stats,
+                          on_drop=dropped, subject=self):
+            stats.background_compilations += 1
+
+    def _unsteady(self, key):
+        """Inputs whose direct run stopped early (data decide how far the loops go): they take
+        the general path from now on."""
+        record = self.repeats.get_or_fill(key, _Repeats)
+        record.unsteady = True
+        self.steady.put(key, None)
 
     def _choose(self, own):
         """The (buckets, capacities) to run inputs of buckets ``own`` at: the run that served
@@ -287,15 +471,22 @@ class CapacityProgram:
         check_sizes(self.jaxpr, {id(self.jaxpr.invars[i]): v for i, v in zip(self.sized, values)},
                     self.describe_input, {id(self.jaxpr.invars[i]): i for i in self.sized})
 
-    def _build(self, bounds, caps) -> PaddedRun:
+    def _build(self, bounds, caps, why: Optional[str] = None) -> PaddedRun:
+        """Pad and compile the program for size buckets ``bounds`` and loop capacities
+        ``caps`` (timed: the mean feeds ``_completed``'s rule); ``why`` is the compile log's
+        reason when the caller knows better than "the loops need room"."""
+        start = time.perf_counter()
         program = pad_jaxpr(self.jaxpr, self.consts, dict(zip(self.sized, bounds)),
                             {id(e): c for e, c in zip(self.loops, caps)})
         explain.maybe(explain.recompiles, lambda: f"compile a program with {len(self.loops)} resizing "
                       f"loop(s) for size buckets {list(bounds)} and capacities {[list(c) for c in caps]}")
         what = f"capacities {[list(c) for c in caps]}" + (
             ", " + explain.bucket_text(bounds, self.describe_input, self.sized) if self.sized else "")
-        exe, text = compile_padded(self.stats, program.closed, what,
-                                   lambda: f"{len(self.loops)} resizing loop(s) need room for these sizes")
+        exe, text = compile_padded(self.stats, program.closed, what, lambda: why or (
+            f"{len(self.loops)} resizing loop(s) need room for these sizes"))
+        seconds = time.perf_counter() - start
+        n = self._compiles = self._compiles + 1
+        self.compile_seconds = seconds if n == 1 else self.compile_seconds + (seconds - self.compile_seconds) / n
         return PaddedRun(program, exe, text, long_runs(program.closed.jaxpr))
 
 

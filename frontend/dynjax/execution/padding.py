@@ -89,7 +89,7 @@ class Context:
         # what each reports
         self.capacities: Dict[int, Sequence[int]] = {}
         self.running = None
-        self.reports: List[Tuple[Any, List[Any], Tuple[int, ...]]] = []
+        self.reports: List[Tuple[Any, List[Any], Tuple[int, ...], List[Any]]] = []
 
     def read(self, a):
         return a.val if isinstance(a, Literal) else self.env[id(a)]
@@ -282,8 +282,9 @@ def pad_jaxpr(jaxpr: Jaxpr, consts: Sequence[Any], size_bounds: Dict[int, int],
                 out_meta.append(None)
                 data.append(x)
             out_dims.append([d if isinstance(d, int) else (to_meta(ctx.size(d)),) for d in v.aval.shape])
-        for over, needed, caps in ctx.reports:
-            loops.append(LoopReport(to_meta(over), [to_meta(n) for n in needed], caps))
+        for over, needed, caps, reached in ctx.reports:
+            loops.append(LoopReport(to_meta(over), [to_meta(n) for n in needed], caps,
+                                    [to_meta(n) for n in reached]))
         if meta:
             data.append(lax.concatenate(meta, 0))
         return data, None
@@ -896,12 +897,16 @@ padding_rules[_convolution.conv_general_dilated_p] = _conv
 class LoopReport:
     """Where a padded program reports on one of its resizing loops: the output that says the
     loop stopped early (an iteration would not fit), the outputs holding the carried sizes
-    that iteration needed, and the capacities the loop was built for."""
+    that iteration needed, the capacities the loop was built for, and the outputs holding
+    the carried sizes the loop ended with (``reached``: what a run of these inputs needs,
+    for a loop whose sizes only grow)."""
 
-    def __init__(self, over: int, needed: Sequence[int], capacities: Sequence[int]):
+    def __init__(self, over: int, needed: Sequence[int], capacities: Sequence[int],
+                 reached: Sequence[int] = ()):
         self.over = over
         self.needed = list(needed)
         self.capacities = tuple(capacities)
+        self.reached = list(reached)
 
 
 # the rules of control flow and of loops whose carried sizes change (imported last: they use

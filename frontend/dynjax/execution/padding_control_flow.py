@@ -291,7 +291,7 @@ def _resizing_loop(ctx, eqn, *ops):
         over = wanted(dims, carries)
     over = gated(over)   # a loop after one that stopped early did not run: not its fault
     needed = next_sizes(i, dims, carries)[1]
-    ctx.reports.append((over, needed, tuple(caps)))
+    ctx.reports.append((over, needed, tuple(caps), list(dims)))
     ctx.running = lax.bitwise_not(over) if ctx.running is None else lax.bitwise_and(ctx.running,
                                                                                   lax.bitwise_not(over))
     for v, c in zip(eqn.outvars[:ni], caps):   # the results' sizes lie within the capacities

@@ -736,8 +736,13 @@ class Program:
     def run(self, args: Sequence[Any]) -> List[Any]:
         if self.single is not None:
             return self.single.run(args)
-        if self.capacity is not None and tiers.policy() != "exact":
-            outs = self.capacity.run(args)
+        capacity = self.capacity
+        if capacity is not None:
+            # inputs that a run serves directly (a repeated size), whatever the policy; else
+            # the capacity program chooses, unless DYNJAX_TIERS=exact
+            outs = capacity.run_steady(args)
+            if outs is None and tiers.policy() != "exact":
+                outs = capacity.run(args)
             if outs is not None:   # fresh arrays: XLA's outputs, cut, never its inputs
                 return outs
         jx = self.jaxpr
