@@ -738,11 +738,9 @@ class Program:
             return self.single.run(args)
         capacity = self.capacity
         if capacity is not None:
-            # inputs that a run serves directly (a repeated size), whatever the policy; else
-            # the capacity program chooses, unless DYNJAX_TIERS=exact
-            outs = capacity.run_steady(args)
-            if outs is None and tiers.policy() != "exact":
-                outs = capacity.run(args)
+            # the capacity program chooses (its direct run of repeated inputs first), unless
+            # DYNJAX_TIERS=exact; then only that direct run, whatever the policy
+            outs = capacity.run(args) if tiers.policy() != "exact" else capacity.run_steady(args)
             if outs is not None:   # fresh arrays: XLA's outputs, cut, never its inputs
                 return outs
         jx = self.jaxpr
