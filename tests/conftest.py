@@ -25,10 +25,25 @@ os.environ.setdefault("DYNJAX_COMPILE_AHEAD", "0")
 # fixture, through ``DYNJAX_XLA_OPTIONS``), and the doc pages (tests/doc_pages.py), the benchmarks
 # and the quick start run with XLA's defaults, as a user does. DYNJAX_TEST_XLA_DEFAULTS=1 runs
 # the whole suite with XLA's defaults.
-SUITE_XLA_FLAGS = "--xla_cpu_use_fusion_emitters=false"
+# LLVM's optimization passes and code generation are about half of a small program's compile;
+# at optimization level 0 the suite's programs (a few elements to a few thousand) compile a
+# third faster, and run a little slower, which they have time for.
+SUITE_XLA_FLAGS = "--xla_cpu_use_fusion_emitters=false --xla_backend_optimization_level=0"
 if os.environ.get("DYNJAX_TEST_XLA_DEFAULTS", "") in ("", "0") and \
         "xla_cpu_use_fusion_emitters" not in os.environ.get("XLA_FLAGS", ""):
     os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " " + SUITE_XLA_FLAGS).strip()
+
+# jax's compiles of expected values repeat: tests build the same jax function at the same
+# shapes again and again (test_dims_through_transforms: 1,098 compiles of 418 distinct
+# programs). jax's persistent compilation cache, in a directory private to this run and shared
+# by its worker processes, compiles each once. The controller makes the directory (the workers
+# inherit its name) and removes it at the end.
+_JAX_CACHE_ENV = "DYNJAX_TEST_JAX_CACHE_DIR"
+_OWN_JAX_CACHE = None
+if not os.environ.get(_JAX_CACHE_ENV):
+    import tempfile
+    _OWN_JAX_CACHE = tempfile.mkdtemp(prefix="dynjax-test-jax-cache-")
+    os.environ[_JAX_CACHE_ENV] = _OWN_JAX_CACHE
 
 # Each property test asks for ``examples(n)`` (tests/helpers.py): n scaled by the active
 # profile's ``max_examples`` / 100, so one setting chooses the depth of the whole suite.
@@ -65,7 +80,24 @@ def pytest_terminal_summary(terminalreporter):
         terminalreporter.write_line(f"{LIT_RESULTS['passed']} passed, {LIT_RESULTS['failed']} failed")
 
 
+def _use_jax_compilation_cache():
+    try:
+        import jax
+    except ImportError:   # jax is a test extra; the tests that need it import it themselves
+        return
+    jax.config.update("jax_compilation_cache_dir", os.environ[_JAX_CACHE_ENV])
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0)
+    jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
+
+
+def pytest_unconfigure(config):
+    if _OWN_JAX_CACHE is not None:
+        import shutil
+        shutil.rmtree(_OWN_JAX_CACHE, ignore_errors=True)
+
+
 def pytest_configure(config):
+    _use_jax_compilation_cache()
     # every program checked by helpers.check_three_ways also runs compiled with qjit
     import helpers
     from compiled import run_compiled
@@ -100,7 +132,8 @@ def compile_ahead(monkeypatch):
 
 @pytest.fixture
 def xla_defaults(monkeypatch):
-    """dynjax compiles with XLA's default emitters, as in a user's process (the suite's
-    XLA_FLAGS choose the older ones, which compile faster but round some functions
-    differently in the last bit)."""
-    monkeypatch.setenv("DYNJAX_XLA_OPTIONS", "xla_cpu_use_fusion_emitters=true")
+    """dynjax compiles with XLA's default emitters and optimization level, as in a user's
+    process (the suite's XLA_FLAGS choose the older emitters and no LLVM optimization, which
+    compile faster but may round some functions differently in the last bit)."""
+    monkeypatch.setenv("DYNJAX_XLA_OPTIONS",
+                       "xla_cpu_use_fusion_emitters=true,xla_backend_optimization_level=2")
