@@ -1,6 +1,10 @@
 """dynjax's top-level JAX names against jax: eval_shape, typeof, block_until_ready,
 device_put / device_get, jit (and qjit's donate_argnums), pure_callback (eager, compiled at
 static and dynamic sizes, in loops and branches, under vmap, not under grad)."""
+import os
+import subprocess
+import sys
+
 import jax
 import numpy as np
 import pytest
@@ -254,3 +258,16 @@ def test_foreign_arrays():
     np.testing.assert_array_equal(out, [2.0, 2.0])
     np.testing.assert_allclose(dynjax.grad(lambda x: jnp.sum(x * jax.numpy.arange(3.0)))(np.ones(3)),
                                np.arange(3.0))
+
+
+def test_import_leaves_scipy_for_later():
+    """``import dynjax`` does not import scipy (a third of a second of every process start, the
+    lit tests' and doc pages' included); eager special functions import it when they run."""
+    code = ("import sys, numpy as np, dynjax\n"
+            "assert 'scipy' not in sys.modules, sorted(m for m in sys.modules if 'scipy' in m)\n"
+            "print(float(dynjax.lax.erf(np.float64(0.5))))\n")
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([os.path.join(root, "frontend"), root]))
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         env=env, timeout=300)
+    assert abs(float(out.stdout) - 0.5204998778130465) < 1e-15

@@ -37,8 +37,9 @@ order ``m`` that is not a whole number.
 """
 from __future__ import annotations
 
+import importlib
+
 import numpy as np
-import scipy.special as _sc
 
 from .base import aval, check_dtypes_equal, check_same_shapes, define, result_aval
 from .primitives import check_kinds
@@ -48,6 +49,17 @@ __all__ = ["erf_p", "erfc_p", "erf_inv_p", "lgamma_p", "digamma_p", "bessel_i0e_
            "regularized_incomplete_beta_p", "UNARY", "BINARY", "TERNARY",
            "erf", "erfc", "erf_inv", "lgamma", "digamma", "bessel_i0e", "bessel_i1e",
            "igamma", "igammac", "zeta", "polygamma", "igamma_grad_a", "random_gamma_grad", "betainc"]
+
+
+class _ScipySpecial:
+    """``scipy.special``, imported when an eager evaluation first needs it: the import takes
+    a third of a second, which every process that imports dynjax would otherwise pay."""
+
+    def __getattr__(self, name):
+        return getattr(importlib.import_module("scipy.special"), name)
+
+
+_sc = _ScipySpecial()
 
 
 def _compute_dtype(dt):
@@ -182,12 +194,12 @@ def _ternary(name, fn, compute_dtype=_compute_dtype):
     return define(name, impl, abstract)
 
 
-erf_p = _unary("erf", _sc.erf)
-erfc_p = _unary("erfc", _sc.erfc)
+erf_p = _unary("erf", lambda *xs: _sc.erf(*xs))
+erfc_p = _unary("erfc", lambda *xs: _sc.erfc(*xs))
 erf_inv_p = _unary("erf_inv", _erf_inv)
 lgamma_p = _unary("lgamma", _lgamma)
 digamma_p = _unary("digamma", _digamma)
-bessel_i0e_p = _unary("bessel_i0e", _sc.i0e)
+bessel_i0e_p = _unary("bessel_i0e", lambda *xs: _sc.i0e(*xs))
 bessel_i1e_p = _unary("bessel_i1e", _i1e)
 igamma_p = _binary("igamma", _igamma)
 igammac_p = _binary("igammac", _igammac)
@@ -196,7 +208,8 @@ polygamma_p = _binary("polygamma", _polygamma)
 igamma_grad_a_p = _binary("igamma_grad_a", _series("igamma_grad_a"))
 random_gamma_grad_p = _binary("random_gamma_grad", _series("random_gamma_grad"))
 # in float64 whatever the dtype (scipy's float32 kernel loses 1e-2 relative near 1e-26)
-regularized_incomplete_beta_p = _ternary("regularized_incomplete_beta", _sc.betainc, lambda dt: np.float64)
+regularized_incomplete_beta_p = _ternary("regularized_incomplete_beta", lambda *xs: _sc.betainc(*xs),
+                                         lambda dt: np.float64)
 
 #: the family's primitives by arity (the batching, padding and cost rules treat them alike)
 UNARY = (erf_p, erfc_p, erf_inv_p, lgamma_p, digamma_p, bessel_i0e_p, bessel_i1e_p)
