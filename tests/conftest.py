@@ -99,6 +99,12 @@ def pytest_unconfigure(config):
         shutil.rmtree(_OWN_JAX_CACHE, ignore_errors=True)
 
 
+def pytest_collection_modifyitems(config, items):
+    # the slow set first: its tests (up to a minute and a half each) then start while the
+    # other worker takes the short ones, instead of one running alone at the end of the run
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+
+
 def pytest_configure(config):
     _use_jax_compilation_cache()
     # every program checked by helpers.check_three_ways also runs compiled with qjit
