@@ -36,12 +36,22 @@ class Primitive:
         self.multiple_results = multiple_results
 
     def bind(self, *args, **params):
-        from .trace import bind
-        return bind(self, *args, **params)
+        return _trace_module().bind(self, *args, **params)
 
     def __repr__(self):
         return self.name
 
+
+def _trace_module():
+    """``core.trace`` (which imports this module): looked up once, not imported at every bind."""
+    global _trace
+    if _trace is None:
+        from . import trace
+        _trace = trace
+    return _trace
+
+
+_trace = None
 
 impl_rules: Dict[Primitive, Callable] = {}
 abstract_eval_rules: Dict[Primitive, Callable] = {}
