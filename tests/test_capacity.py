@@ -5,6 +5,7 @@ each overflow makes the host grow the capacities and run the program again)."""
 from __future__ import annotations
 
 import logging
+import threading
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -254,24 +255,36 @@ def test_a_stream_of_sizes_compiles_logarithmically_many_capacity_programs():
     assert built() <= before + 1
 
 
-def test_a_much_larger_capacity_run_does_not_serve_a_tiny_size():
-    """A run at buckets more than REUSE_ABOVE times larger would pad a tiny call's work many
-    times over: the tiny size gets a program of its own bucket, with capacities scaled down
-    from the larger run (one compile, no growth steps)."""
+def test_a_much_larger_capacity_run_serves_a_tiny_size_while_its_own_compiles():
+    """A run at buckets more than REUSE_ABOVE times larger pads a tiny call's work many times
+    over, but it is correct: it serves the tiny call at once, while the program of the tiny
+    size's own bucket (capacities scaled down from the larger run) compiles in the background,
+    and serves the later tiny calls. No call waits for a compile a built run can stand in for."""
     from dynjax.execution.padded_runs import AHEAD, REUSE_ABOVE, bucket
     f = qjit(grow_while, abstracted_axes=({0: "n"},))
+    compiles = lambda: f.cache_info()["padded_compilations"] + f.cache_info()["disk_cache_hits"]
     x = np.linspace(-1, 1, 1500)
     np.testing.assert_allclose(f(x), grow_while_np(x), rtol=1e-13)
     tiers.wait_for_background()   # the run at the capacities x needs, compiled ahead
-    before = f.cache_info()["padded_compilations"] + f.cache_info()["disk_cache_hits"]
+    before = compiles()
+    own = f"tensor<{bucket(AHEAD * bucket(5))}xf64>"
+    assert 1536 > bucket(AHEAD * bucket(5)) * REUSE_ABOVE
     small = x[:5]
-    np.testing.assert_allclose(f(small), grow_while_np(small), rtol=1e-13)
-    assert f.cache_info()["padded_compilations"] + f.cache_info()["disk_cache_hits"] == before + 1
-    assert f"tensor<{bucket(AHEAD * bucket(5))}xf64>" in f.mlir_specialized and 1536 > bucket(AHEAD * bucket(5)) * REUSE_ABOVE
+    release = threading.Event()
+    tiers.background(release.wait)   # the tiny bucket's compile waits: the large run serves
+    try:
+        np.testing.assert_allclose(f(small), grow_while_np(small), rtol=1e-13)
+        assert compiles() == before and own not in f.mlir_specialized
+    finally:
+        release.set()
+    tiers.wait_for_background()
+    assert compiles() == before + 1
+    np.testing.assert_allclose(f(x[:3]), grow_while_np(x[:3]), rtol=1e-13)
+    assert own in f.mlir_specialized
     # a size within REUSE_ABOVE of the large run reuses it
     mid = x[:400]
     np.testing.assert_allclose(f(mid), grow_while_np(mid), rtol=1e-13)
-    assert f.cache_info()["padded_compilations"] + f.cache_info()["disk_cache_hits"] == before + 1
+    assert compiles() == before + 1
 
 
 def test_a_tail_slice_keeps_its_width_in_a_capacity_loop():

@@ -12,7 +12,8 @@ loop growing to ``n`` elements thus costs ``log4(n)`` compiles the first time; t
 capacities that sufficed are remembered, so later calls run once, with no host round trip.
 A run that completed serves every later call whose inputs fit its size buckets, and a call
 with larger inputs starts from the capacities that served smaller ones, scaled up
-(``CapacityProgram._choose``). Growing fourfold can leave a loop up to 4x the room it needs,
+(``CapacityProgram._choose``); inputs far smaller than every completed run get a run of their
+own buckets, compiled in the background while the smallest run that holds them serves them. Growing fourfold can leave a loop up to 4x the room it needs,
 and every iteration works on the whole buffer: inputs that repeat (the same integer values)
 get a run at their exact sizes and at the capacities their loops ended with, which then
 serves them directly (``CapacityProgram._completed``, ``run_steady``).
@@ -283,6 +284,12 @@ class CapacityProgram:
             self.checked.put(values, True)
         own = tuple([bucket(v) for v in values])
         bounds, caps = self._choose(own)
+        borrowed = False
+        if self.runs.get((bounds, caps)) is None and not tiers.synchronous():
+            larger = self._larger_completed(own)
+            if larger is not None:   # it serves now; these buckets' own run is built meanwhile
+                self._build_buckets_later(own, bounds, caps)
+                (bounds, caps), borrowed = larger, True
         while True:
             choice = (bounds, caps)
             run = self.runs.get(choice)
@@ -308,7 +315,9 @@ class CapacityProgram:
             seconds = time.perf_counter() - start
             self.stats.padded_runs += 1
             self.last_specialized, self.last_executable = run.text, run.exe
-            if self.hints.get(own) != choice:
+            if borrowed:   # the hint for these buckets is their own run, once built
+                self.sufficed.put(choice, True)
+            elif self.hints.get(own) != choice:
                 self.hints.put(own, choice)
                 self.sufficed.put(choice, True)
             if explain.tiers.isEnabledFor(INFO):
@@ -430,6 +439,34 @@ class CapacityProgram:
         b, c = nearest
         scale = max([o / max(x, 1) for o, x in zip(bounds, b)], default=1.0)
         return bounds, tuple([tuple([bucket(int(k * scale + 0.5)) for k in loop]) for loop in c])
+
+    def _larger_completed(self, own):
+        """The smallest completed (buckets, capacities) whose buckets hold inputs of buckets
+        ``own``, however much larger (``_choose`` reuses one at most ``REUSE_ABOVE`` times
+        larger), or None: it serves such inputs correctly while their own run compiles."""
+        best = None
+        for b, c in self.sufficed.keys():
+            if all(x >= y for x, y in zip(b, own)) and (best is None or sum(b) < sum(best[0])):
+                best = (b, c)
+        return best
+
+    def _build_buckets_later(self, own, bounds, caps):
+        """Build the run ``_choose`` picked for inputs of buckets ``own`` on the background
+        thread; once built, it serves them (``hints``). Meanwhile a larger completed run does,
+        so that no call waits for a compile that a run already built can stand in for."""
+        choice = (bounds, caps)
+
+        def build(cp):
+            if cp.runs.get(choice) is None:
+                try:
+                    cp.runs.get_or_fill(choice, lambda: cp._build(
+                        bounds, caps, why="smaller inputs than the completed runs were built for "
+                                          "(a larger run serves them meanwhile)"))
+                except NotPaddable:   # the larger run goes on serving them
+                    return
+            cp.hints.put(own, choice)
+        if tiers.submit(("buckets", choice), build, tiers.NEEDED, owner=self.stats, subject=self):
+            self.stats.background_compilations += 1
 
     @staticmethod
     def _first_guess(loop, bounds):
