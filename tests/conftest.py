@@ -33,9 +33,6 @@ if os.environ.get("DYNJAX_TEST_XLA_DEFAULTS", "") in ("", "0") and \
         "xla_cpu_use_fusion_emitters" not in os.environ.get("XLA_FLAGS", ""):
     os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " " + SUITE_XLA_FLAGS).strip()
 
-# DYNJAX_XLA_OPTIONS that give dynjax's compiles XLA's defaults back (the ``xla_defaults`` fixture)
-XLA_DEFAULT_OPTIONS = "xla_cpu_use_fusion_emitters=true,xla_backend_optimization_level=2"
-
 # jax's compiles of expected values repeat: tests build the same jax function at the same
 # shapes again and again (test_dims_through_transforms: 1,098 compiles of 418 distinct
 # programs). jax's persistent compilation cache, in a directory private to this run and shared
@@ -144,4 +141,6 @@ def xla_defaults(monkeypatch):
     """dynjax compiles with XLA's default emitters and optimization level, as in a user's
     process (the suite's XLA_FLAGS choose the older emitters and no LLVM optimization, which
     compile faster but may round some functions differently in the last bit)."""
-    monkeypatch.setenv("DYNJAX_XLA_OPTIONS", XLA_DEFAULT_OPTIONS)
+    from helpers import XLA_DEFAULT_OPTIONS
+    monkeypatch.setenv("DYNJAX_XLA_OPTIONS", ",".join(
+        f"{name}={str(value).lower()}" for name, value in XLA_DEFAULT_OPTIONS.items()))

@@ -196,6 +196,11 @@ def fd_grad(f, x, eps=1e-6):
     return g
 
 
+#: XLA's defaults for the options the suite changes (conftest.py): for the tests of rounding,
+#: as ``DYNJAX_XLA_OPTIONS`` (the ``xla_defaults`` fixture) or jax's ``compiler_options``
+XLA_DEFAULT_OPTIONS = {"xla_cpu_use_fusion_emitters": True, "xla_backend_optimization_level": 2}
+
+
 def examples(n: int) -> int:
     """A property test's example count: ``n`` at the default hypothesis profile, scaled by the
     active profile's ``max_examples`` / 100 (``HYPOTHESIS_PROFILE=quick``: a quarter,

@@ -387,8 +387,8 @@ def _jax_at_xla_defaults(init, key, shape, dt):
     """JAX's value of ``init(key, shape, dt)`` compiled with XLA's default options, as a user
     runs it: the suite's XLA_FLAGS (conftest.py) turn LLVM's optimizations off, and without
     them XLA rounds a few values of a fused uniform differently in the last bit."""
-    options = {"xla_backend_optimization_level": 2, "xla_cpu_use_fusion_emitters": True}
-    return jax.jit(init, static_argnums=(1, 2), compiler_options=options)(key, shape, dt)
+    from helpers import XLA_DEFAULT_OPTIONS
+    return jax.jit(init, static_argnums=(1, 2), compiler_options=XLA_DEFAULT_OPTIONS)(key, shape, dt)
 
 
 @pytest.mark.slow

@@ -13,10 +13,11 @@ capacities that sufficed are remembered, so later calls run once, with no host r
 A run that completed serves every later call whose inputs fit its size buckets, and a call
 with larger inputs starts from the capacities that served smaller ones, scaled up
 (``CapacityProgram._choose``); inputs far smaller than every completed run get a run of their
-own buckets, compiled in the background while the smallest run that holds them serves them. Growing fourfold can leave a loop up to 4x the room it needs,
-and every iteration works on the whole buffer: inputs that repeat (the same integer values)
-get a run at their exact sizes and at the capacities their loops ended with, which then
-serves them directly (``CapacityProgram._completed``, ``run_steady``).
+own buckets, compiled in the background while the smallest run that holds them serves them.
+Growing fourfold can leave a loop up to 4x the room it needs, and every iteration works on
+the whole buffer: inputs that repeat (the same integer values) get a run at their exact sizes
+and at the capacities their loops ended with, which then serves them directly
+(``CapacityProgram._completed``, ``run_steady``).
 """
 from __future__ import annotations
 

@@ -55,8 +55,10 @@ class _ScipySpecial:
     """``scipy.special``, imported when an eager evaluation first needs it: the import takes
     a third of a second, which every process that imports dynjax would otherwise pay."""
 
-    def __getattr__(self, name):
-        return getattr(importlib.import_module("scipy.special"), name)
+    def __getattr__(self, name):   # only for names not looked up before
+        value = getattr(importlib.import_module("scipy.special"), name)
+        setattr(self, name, value)
+        return value
 
 
 _sc = _ScipySpecial()
