@@ -1,6 +1,7 @@
 """dynjax's top-level JAX names against jax: eval_shape, typeof, block_until_ready,
 device_put / device_get, jit (and qjit's donate_argnums), pure_callback (eager, compiled at
 static and dynamic sizes, in loops and branches, under vmap, not under grad)."""
+import json
 import math
 import os
 import subprocess
@@ -272,3 +273,50 @@ def test_import_leaves_scipy_for_later():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          env=env, timeout=300)
     assert abs(float(out.stdout) - math.erf(0.5)) < 1e-15
+
+
+def test_calls_never_import_jax():
+    """dynjax runs on jaxlib alone: compiling and running programs (straight line, a loop that
+    resizes an array, a condition, a gradient, the eager tier), at sizes 0, 1, 5 and 1000,
+    leaves jax unimported even when it is installed, as in the suite. jaxlib's
+    ``unsafe_buffer_pointer`` imported it at a process's first call (0.4 s of its latency)."""
+    code = """
+import sys, json, numpy as np, dynjax, dynjax.numpy as dnp, dynjax.lax as dlax
+
+def grow(x):
+    m = (9 * x.shape[0]) // 10 + 1
+    return dlax.while_loop(lambda a: a.shape[0] < m,
+                           lambda a: dnp.concatenate([a, a[-1:] * 0.5 + x[a.shape[0]]]),
+                           x[:1], allow_array_resizing=True)
+
+def grow_np(x):
+    m = (9 * x.shape[0]) // 10 + 1
+    a = x[:1]
+    while a.shape[0] < m:
+        a = np.concatenate([a, a[-1:] * 0.5 + x[a.shape[0]]])
+    return a
+
+line = dynjax.qjit(lambda x: dnp.sin(x) * 2.0 + x.sum())
+loop = dynjax.qjit(grow, abstracted_axes=({0: "n"},))
+branch = dynjax.qjit(lambda x: dlax.cond(x.shape[0] > 3, lambda v: v * 2.0, lambda v: v - 1.0, x))
+slope = dynjax.qjit(dynjax.grad(lambda x: dnp.sum(dnp.sin(x) ** 2)))
+worst = 0.0
+for n in (0, 1, 5, 1000):
+    x = np.random.default_rng(n).standard_normal(n)
+    worst = max(worst, float(np.max(np.abs(line(x) - (np.sin(x) * 2.0 + x.sum())), initial=0.0)))
+    worst = max(worst, float(np.max(np.abs(branch(x) - (x * 2.0 if n > 3 else x - 1.0)), initial=0.0)))
+    worst = max(worst, float(np.max(np.abs(slope(x) - 2 * np.sin(x) * np.cos(x)), initial=0.0)))
+    if n:
+        worst = max(worst, float(np.max(np.abs(loop(x) - grow_np(x)))))
+eager = float(dnp.sum(dnp.asarray([1.0, 2.0, 3.0]) ** 2))
+print(json.dumps({"jax": sorted(m for m in sys.modules if m == "jax" or m.startswith("jax.")),
+                  "worst": worst, "eager": eager}))
+"""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([os.path.join(root, "frontend"), root]))
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         env=env, timeout=300)
+    got = json.loads(out.stdout.strip().splitlines()[-1])
+    assert got["jax"] == []
+    assert got["worst"] < 1e-12
+    assert got["eager"] == 14.0

@@ -662,6 +662,18 @@ def _host_outputs(exe: Executable, outs) -> list[np.ndarray]:
     return res
 
 
+def _address(dev) -> int:
+    """The address of a CPU device array's buffer. jaxlib's ``unsafe_buffer_pointer`` imports
+    jax when it is installed (0.4 s at a process's first call, and an import attempt at every
+    call when it is not), so the buffer protocol is asked first; it refuses only the dtypes
+    numpy's buffer protocol does not know (bfloat16, float8)."""
+    try:
+        view = memoryview(dev)
+    except BufferError:
+        return dev.unsafe_buffer_pointer()
+    return np.asarray(view).ctypes.data
+
+
 def _new_stage(exe: Executable):
     """A set of staging buffers for ``exe``: ``(hosts, devs, whole)`` with, per staged input,
     a 64-byte-aligned host array and the device array that reads it in place (zero copy),
@@ -680,7 +692,7 @@ def _new_stage(exe: Executable):
             off = -raw.ctypes.data % 64
             host = raw[off:off + nbytes].view(aval.dtype).reshape(aval.shape)
             dev = _bdp(aval, _sharding, [host], _devices, True, False, _ZERO_COPY, True)
-            if dev.unsafe_buffer_pointer() != host.ctypes.data:
+            if _address(dev) != host.ctypes.data:
                 host = dev = None
         hosts.append(host)
         devs.append(dev)
