@@ -102,6 +102,7 @@ def parent_compiled(tmp_path, monkeypatch):
     """The parent has compiled (exact and padded executables, background compiles done)."""
     monkeypatch.setenv("DYNJAX_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.delenv("DYNJAX_TIERS", raising=False)
+    monkeypatch.delenv("DYNJAX_DISABLE_DISK_CACHE", raising=False)   # on, as in a user's process
     for n in (5, 5, 9):
         assert float(parents_program(np.linspace(0, 1, n))) == pytest.approx(_want_parents(n), rel=1e-12)
     tiers.wait_for_background()

@@ -194,14 +194,12 @@ _dynjax_version: str | None = None
 
 
 def _version() -> str:
+    """dynjax's version, part of every key (the package's own attribute: asking the installed
+    metadata scanned ``sys.path`` and cost a process's first compile ~40 ms)."""
     global _dynjax_version
     if _dynjax_version is None:
-        try:
-            from importlib.metadata import version
-
-            _dynjax_version = version("dynjax")
-        except Exception:
-            _dynjax_version = "0+unknown"
+        from dynjax import __version__
+        _dynjax_version = __version__
     return _dynjax_version
 
 
