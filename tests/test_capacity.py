@@ -13,7 +13,7 @@ import pytest
 
 import dynjax
 import dynjax.numpy as jnp
-from dynjax.execution import tiers
+from dynjax.execution import host_prologue, tiers
 from dynjax.execution.padding import bucket
 from dynjax import for_loop, lax, qjit
 
@@ -468,3 +468,53 @@ def test_data_that_make_a_loop_go_further_leave_the_direct_run(caplog):
             assert f._entry().program.capacity.steady.get((2,))[2] == ((16,),)
     cp = f._entry().program.capacity
     assert cp.steady.get((2,)) is None and cp.repeats.get((2,)).unsteady
+
+
+def _until_sum(x, t):
+    """Take elements of ``x`` while their sum stays below ``t`` (and some are left): the
+    loop's end depends on the data."""
+    def cond(a):
+        return (a.shape[0] < x.shape[0]) & (jnp.sum(a) < t)
+
+    def body(a):
+        k = a.shape[0]
+        return jnp.concatenate([a, x[k:k + 1] * 1.0])
+    a = lax.while_loop(cond, body, x[:0], allow_array_resizing=True)
+    return a, jnp.cumsum(a)[::2], a.shape[0]
+
+
+def _until_sum_np(x, t):
+    k = 0
+    while k < x.shape[0] and x[:k].sum() < t:
+        k += 1
+    a = x[:k]
+    return a, np.cumsum(a)[::2], k
+
+
+def test_loop_reports_are_finished_on_the_host():
+    """A resizing loop's report (whether it stopped for want of room, the size it would have
+    needed) and the results' lengths are integer arithmetic on the loop's final counters and
+    the inputs: the padded module returns those scalars and the host finishes the arithmetic
+    (``host_prologue.hoist_epilogue``). Here whether the loop wanted to go on reads the data
+    (a device value among them). Every size and threshold agrees with numpy, through the
+    capacity growth a long run needs and the runs served again."""
+    f = qjit(_until_sum, abstracted_axes=({0: "n"}, None))
+    rng = np.random.default_rng(3)
+    for n in (0, 1, 5, 1000, 5, 1000):
+        x = rng.uniform(0.0, 1.0, n)
+        for t in (0.0, 0.5, 3.0, 1e9):
+            got = f(x, t)
+            want = _until_sum_np(x, t)
+            for g, w in zip(got, want):
+                np.testing.assert_allclose(np.asarray(g), w, rtol=1e-12, err_msg=f"n={n}, t={t}")
+            assert np.asarray(got[0]).shape == want[0].shape
+    assert f.cache_info()["padded_runs"] == 24 and f.cache_info()["host_steps"] == 0
+    text = f.mlir_specialized
+    signature = next(line for line in text.splitlines() if "@main" in line)
+    results = signature[signature.index("->"):]
+    # besides the two arrays, the device returns four scalars for the host (the loop's final
+    # length, whether it wanted to go on, which reads the data, and the strided length before
+    # and after its division), not the six values the host makes of them; more than
+    # SEPARATE_SCALARS, so they come packed in one vector
+    assert host_prologue.SEPARATE_SCALARS < 4
+    assert results.count("tensor<") == 3 and "tensor<4xi64>" in results, signature

@@ -1,4 +1,4 @@
-"""Integer arithmetic on sizes, done on the host before a padded program runs.
+"""Integer arithmetic on sizes, done on the host before and after a padded program runs.
 
 A padded program takes its sizes as run-time integer scalars (``padding.pad_jaxpr``), so the
 arithmetic on them (``m = 9 * n // 10 + 1``, ``n - min(n, 1)``, the bounds of its loops) is
@@ -8,6 +8,14 @@ compiled in twice the time of the same loop with the sizes already computed. The
 the sizes, so those equations run there instead (with the primitives' own numpy
 implementations, which agree with the lowering bit for bit) and their results become
 inputs of the program. A run computes them once per distinct tuple of sizes.
+
+The same holds after the program: the sizes and loop reports a padded program returns (its
+*meta* values: the logical lengths of its outputs, whether a resizing loop stopped for want of
+room and the sizes it needed) are mostly integer arithmetic on a loop's final counters and the
+inputs (``i < m``, ``i + min(i, 1)``). The device returns the scalars that arithmetic starts
+from (``hoist_epilogue``) and the host finishes it, once per distinct tuple of those scalars:
+a loop program whose packed reports were five small kernels compiled in 1.25x the time of the
+same loop returning its counter.
 """
 from __future__ import annotations
 
@@ -16,7 +24,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from ..core.interpret import eval_jaxpr
-from ..core.jaxpr import ClosedJaxpr, Jaxpr, Literal
+from ..core.jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Literal
 from ..lax import primitives as P
 from .lru import BoundedCache
 
@@ -28,6 +36,11 @@ HOSTED = {P.add_p, P.sub_p, P.mul_p, P.div_p, P.rem_p, P.max_p, P.min_p, P.neg_p
 
 #: how many tuples of sizes a program remembers the host values of
 REMEMBERED = 64
+
+#: the epilogue's device scalars come back as outputs of their own up to this many; more are
+#: packed in one i64 vector (each output of a run costs about 1.4 µs a call, the packing a
+#: kernel for XLA to compile once)
+SEPARATE_SCALARS = 2
 
 
 def _integral_scalar(v) -> bool:
@@ -86,3 +99,87 @@ def hoist_prologue(closed: ClosedJaxpr) -> Tuple[ClosedJaxpr, Optional[HostProlo
     device = Jaxpr(jaxpr.constvars, jaxpr.invars + extra, kept, jaxpr.outvars)
     host = Jaxpr(jaxpr.constvars, [jaxpr.invars[i] for i in scalar_at], hosted, extra)
     return ClosedJaxpr(device, closed.consts), HostPrologue(host, closed.consts), scalar_at
+
+
+class HostEpilogue:
+    """The meta values of a padded program finished on the host: ``values(inputs, outs)``
+    returns them (Python ints, in order) from the run's inputs and outputs."""
+
+    def __init__(self, jaxpr: Jaxpr, consts: Sequence[Any], input_at: Sequence[int], first_out: int,
+                 packed: bool):
+        self.jaxpr = jaxpr
+        self.consts = list(consts)
+        self.input_at = tuple(input_at)   # the run's inputs the host equations read
+        self.first_out = first_out        # the run's outputs from here on are the scalars they read
+        self.packed = packed              # ... or one i64 vector of them
+        self.dtypes = [v.aval.dtype for v in jaxpr.invars]
+        self.memo = BoundedCache(REMEMBERED)
+
+    def values(self, inputs: Sequence[Any], outs: Sequence[Any]) -> List[int]:
+        device = outs[self.first_out].tolist() if self.packed else [int(o) for o in outs[self.first_out:]]
+        key = tuple([int(inputs[i]) for i in self.input_at] + device)
+        found = self.memo.get(key)
+        if found is None:
+            args = [np.asarray(x, dt) for x, dt in zip(key, self.dtypes)]
+            found = [int(x) for x in eval_jaxpr(self.jaxpr, self.consts, *args)]
+            self.memo.put(key, found)
+        return found
+
+
+def hoist_epilogue(closed: ClosedJaxpr, n_data: int) -> Tuple[ClosedJaxpr, HostEpilogue]:
+    """Split ``closed``, whose outputs from ``n_data`` on are its meta values (integer
+    scalars), into the device program and the scalar integer equations the host evaluates
+    after it: those whose results reach only meta values, from integer scalars only. The device
+    program returns its ``n_data`` data outputs, then the scalars the host equations read that
+    only the device has (each once); the epilogue reads the others from the run's inputs."""
+    jaxpr = closed.jaxpr
+    on_device = {id(v) for v in jaxpr.outvars[:n_data] if not isinstance(v, Literal)}
+    moved, kept = [], []
+    for eqn in reversed(jaxpr.eqns):
+        if (eqn.primitive in HOSTED and all(_integral_scalar(v) for v in eqn.outvars)
+                and all(isinstance(a, Literal) or _integral_scalar(a) for a in eqn.invars)
+                and not any(id(v) in on_device for v in eqn.outvars)):
+            moved.append(eqn)
+        else:
+            kept.append(eqn)
+            on_device.update(id(a) for a in eqn.invars if not isinstance(a, Literal))
+    moved.reverse()
+    kept.reverse()
+    host_known = {id(v) for v in jaxpr.constvars}
+    input_at = {id(v): i for i, v in enumerate(jaxpr.invars)}
+    made_on_host = {id(v) for e in moved for v in e.outvars}
+    reads: Dict[int, Any] = {}
+    for a in [a for e in moved for a in e.invars] + list(jaxpr.outvars[n_data:]):
+        if not isinstance(a, Literal) and id(a) not in made_on_host and id(a) not in host_known:
+            reads.setdefault(id(a), a)
+    from_inputs = [v for v in reads.values() if id(v) in input_at]
+    from_device = [v for v in reads.values() if id(v) not in input_at]
+    returned = from_device
+    packed = len(from_device) > SEPARATE_SCALARS and all(
+        np.dtype(v.aval.dtype).kind in "ib" for v in from_device)   # i64 holds each exactly
+    if packed:
+        packing, returned = _packing(from_device)
+        kept = kept + packing
+    device = Jaxpr(jaxpr.constvars, jaxpr.invars, kept, list(jaxpr.outvars[:n_data]) + returned)
+    host = Jaxpr(jaxpr.constvars, from_inputs + from_device, moved, list(jaxpr.outvars[n_data:]))
+    epilogue = HostEpilogue(host, closed.consts, [input_at[id(v)] for v in from_inputs], n_data, packed)
+    return ClosedJaxpr(device, closed.consts), epilogue
+
+
+def _packing(scalars: Sequence[Any]):
+    """The equations packing ``scalars`` (integer or bool) into one i64 vector, on the
+    variables themselves, and that vector's variable (as a list)."""
+    from .. import lax
+    from ..core.avals import ShapedArray
+    from ..tracing import trace_flat
+
+    def pack(*xs):
+        return [lax.concatenate([lax.broadcast_in_dim(lax.convert_element_type(x, np.int64), (1,), ())
+                                 for x in xs], 0)], None
+    closed, _ = trace_flat(pack, [(ShapedArray((), v.aval.dtype), True) for v in scalars])
+    packer = closed.jaxpr
+    assert not packer.constvars, packer
+    rename = {id(p): v for p, v in zip(packer.invars, scalars)}
+    eqns = [JaxprEqn(e.primitive, [rename.get(id(a), a) for a in e.invars], e.outvars, e.params,
+                     e.source_info) for e in packer.eqns]
+    return eqns, [rename.get(id(v), v) for v in packer.outvars]

@@ -174,7 +174,7 @@ class PaddedRun:
         """``run`` on the executable's ``inputs`` (see ``inputs``)."""
         p = self.program
         outs = self.exe.call_exact(inputs, long)
-        meta = outs[-1].tolist() if p.has_meta else None
+        meta = p.epilogue.values(inputs, outs) if p.has_meta else None
         for k, loop in enumerate(p.loops):
             if meta[loop.over]:
                 raise CapacityExceeded(k, [meta[j] for j in loop.needed], loop.capacities)

@@ -37,7 +37,7 @@ from .. import lax
 from ..core.avals import ShapedArray, bool_, int64, is_float_dtype, is_integer_dtype
 from ..core.jaxpr import ClosedJaxpr, Jaxpr, Literal
 from ..lax import primitives as P
-from .host_prologue import hoist_prologue
+from .host_prologue import hoist_epilogue, hoist_prologue
 
 
 class NotPaddable(Exception):
@@ -214,22 +214,23 @@ class PaddedProgram:
 
     ``closed`` takes, in order, every int scalar input of the segment (its logical value)
     and every array input padded to its bucket shape. It returns the padded outputs, except
-    the i64 scalars, then (when there is any) one i64 vector, the *meta* output, holding
-    those scalars, the logical length of every dynamic axis of the outputs and the reports
-    of the resizing loops: one output instead of many, since each output of a run costs
-    about a microsecond on the host.
+    the i64 scalars, then the scalars from which the host computes the *meta* values
+    (``epilogue``, see ``host_prologue``): those i64 scalars, the logical length of every
+    dynamic axis of the outputs and the reports of the resizing loops.
 
     Per output of the jaxpr: ``out_index[k]`` is its position among the run's outputs, or
     None when it is ``meta[out_meta[k]]``; ``out_dims[k][axis]`` is the static length, or
     ``(j,)``: the length is ``meta[j]``. ``loops`` locates each resizing loop's report."""
 
     def __init__(self, closed: ClosedJaxpr, in_shapes, in_avals, out_index, out_meta, out_dims, out_avals,
-                 loops=(), prologue=None, prologue_inputs=()):
+                 loops=(), prologue=None, prologue_inputs=(), epilogue=None):
         self.closed = closed
         # the size arithmetic the host does (``host_prologue``): its results are the
         # program's trailing inputs, computed from the int scalar inputs at prologue_inputs
         self.prologue = prologue
         self.prologue_inputs = tuple(prologue_inputs)
+        # the meta values, from the run's inputs and its trailing scalar outputs
+        self.epilogue = epilogue
         self.in_shapes = in_shapes      # per segment input: None (a scalar) or the padded shape
         self.in_avals = in_avals
         self.out_index = out_index
@@ -271,7 +272,7 @@ def pad_jaxpr(jaxpr: Jaxpr, consts: Sequence[Any], size_bounds: Dict[int, int],
         data, meta = [], []
 
         def to_meta(x) -> int:
-            meta.append(lax.broadcast_in_dim(_i64(x), (1,), ()))
+            meta.append(_i64(x))
             return len(meta) - 1
         for v, x in zip(jaxpr.outvars, outs):
             if v.aval.shape == () and np.dtype(v.aval.dtype) == np.int64:
@@ -285,14 +286,15 @@ def pad_jaxpr(jaxpr: Jaxpr, consts: Sequence[Any], size_bounds: Dict[int, int],
         for over, needed, caps, reached in ctx.reports:
             loops.append(LoopReport(to_meta(over), [to_meta(n) for n in needed], caps,
                                     [to_meta(n) for n in reached]))
-        if meta:
-            data.append(lax.concatenate(meta, 0))
-        return data, None
+        n_data.append(len(data))
+        return data + meta, None
 
+    n_data: List[int] = []
     closed, _ = trace_flat(run, in_type)
     closed, prologue, prologue_inputs = hoist_prologue(closed)
+    closed, epilogue = hoist_epilogue(closed, n_data[0])
     return PaddedProgram(closed, in_shapes, [v.aval for v in jaxpr.invars], out_index, out_meta, out_dims,
-                         [v.aval for v in jaxpr.outvars], loops, prologue, prologue_inputs)
+                         [v.aval for v in jaxpr.outvars], loops, prologue, prologue_inputs, epilogue)
 
 
 # --- intervals of integer scalars -----------------------------------------------------------
