@@ -282,22 +282,10 @@ def test_calls_never_import_jax():
     ``unsafe_buffer_pointer`` imported it at a process's first call (0.4 s of its latency)."""
     code = """
 import sys, json, numpy as np, dynjax, dynjax.numpy as dnp, dynjax.lax as dlax
-
-def grow(x):
-    m = (9 * x.shape[0]) // 10 + 1
-    return dlax.while_loop(lambda a: a.shape[0] < m,
-                           lambda a: dnp.concatenate([a, a[-1:] * 0.5 + x[a.shape[0]]]),
-                           x[:1], allow_array_resizing=True)
-
-def grow_np(x):
-    m = (9 * x.shape[0]) // 10 + 1
-    a = x[:1]
-    while a.shape[0] < m:
-        a = np.concatenate([a, a[-1:] * 0.5 + x[a.shape[0]]])
-    return a
+from test_capacity import grow_while, grow_while_np
 
 line = dynjax.qjit(lambda x: dnp.sin(x) * 2.0 + x.sum())
-loop = dynjax.qjit(grow, abstracted_axes=({0: "n"},))
+loop = dynjax.qjit(grow_while, abstracted_axes=({0: "n"},))
 branch = dynjax.qjit(lambda x: dlax.cond(x.shape[0] > 3, lambda v: v * 2.0, lambda v: v - 1.0, x))
 slope = dynjax.qjit(dynjax.grad(lambda x: dnp.sum(dnp.sin(x) ** 2)))
 worst = 0.0
@@ -307,13 +295,14 @@ for n in (0, 1, 5, 1000):
     worst = max(worst, float(np.max(np.abs(branch(x) - (x * 2.0 if n > 3 else x - 1.0)), initial=0.0)))
     worst = max(worst, float(np.max(np.abs(slope(x) - 2 * np.sin(x) * np.cos(x)), initial=0.0)))
     if n:
-        worst = max(worst, float(np.max(np.abs(loop(x) - grow_np(x)))))
+        worst = max(worst, float(np.max(np.abs(loop(x) - grow_while_np(x)))))
 eager = float(dnp.sum(dnp.asarray([1.0, 2.0, 3.0]) ** 2))
 print(json.dumps({"jax": sorted(m for m in sys.modules if m == "jax" or m.startswith("jax.")),
                   "worst": worst, "eager": eager}))
 """
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([os.path.join(root, "frontend"), root]))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([os.path.join(root, "frontend"), root,
+                                                       os.path.join(root, "tests")]))
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          env=env, timeout=300)
     got = json.loads(out.stdout.strip().splitlines()[-1])
