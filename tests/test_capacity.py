@@ -518,3 +518,49 @@ def test_loop_reports_are_finished_on_the_host():
     # SEPARATE_SCALARS, so they come packed in one vector
     assert host_prologue.SEPARATE_SCALARS < 4
     assert results.count("tensor<") == 3 and "tensor<4xi64>" in results, signature
+
+
+def _append_first(n):
+    """Row 13 of bench.py: append ``a[0] + i`` at each step, from one element."""
+    return for_loop(0, n, 1, allow_array_resizing=True)(
+        lambda i, a: jnp.concatenate([a, a[:1] + i]))(jnp.ones(1))
+
+
+def _append_first_np(n):
+    a = np.ones(1)
+    for i in range(n):
+        a = np.concatenate([a, a[:1] + i])
+    return a
+
+
+def _drop_two_add_one(n):
+    """From three elements, drop two and append the first of the rest plus one: 3, 2, 0, 0..."""
+    def body(i, a):
+        b = a[2:]
+        return jnp.concatenate([b, b[:1] + 1.0])
+    return for_loop(0, n, 1, allow_array_resizing=True)(body)(jnp.arange(3.0))
+
+
+def _drop_two_add_one_np(n):
+    a = np.arange(3.0)
+    for _ in range(n):
+        b = a[2:]
+        a = np.concatenate([b, b[:1] + 1.0])
+    return a
+
+
+@pytest.mark.parametrize("program, oracle", [(_append_first, _append_first_np),
+                                             (_drop_two_add_one, _drop_two_add_one_np)])
+def test_a_carried_size_keeps_its_lower_end_only_when_the_body_does(program, oracle):
+    """A resizing loop's carried sizes start at their initial sizes' lower end (1 for
+    ``_append_first``) and keep it when the body never makes them smaller (proved by
+    induction on the intervals, ``padding_control_flow._invariant_lows``): there ``a[:1]`` is
+    one element wide. ``_drop_two_add_one`` shrinks from 3 to 0, so its sizes get no lower
+    end; a wrong one would cut its slices wrong. Both agree with numpy, through the capacity
+    growth of long runs."""
+    f = qjit(program)
+    for n in (0, 1, 2, 3, 5, 1000, 3, 2000):
+        got, want = f(n), oracle(n)
+        assert got.shape == want.shape, n
+        np.testing.assert_array_equal(got, want, err_msg=f"n={n}")
+    assert f.cache_info()["padded_runs"] == 8 and f.cache_info()["host_steps"] == 0

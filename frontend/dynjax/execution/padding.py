@@ -192,6 +192,10 @@ def interpret(ctx: Context, jaxpr: Jaxpr, consts: Sequence[Any], args: Sequence[
                 if hi is not None and id(v) in hints:
                     hi = max([hi] + [fn(ctx) for fn in hints[id(v)]])
                 ctx.intervals[id(v)] = (lo, hi)
+                if lo is not None and lo == hi and v.aval.shape == ():
+                    # a point: the value itself, so that the rules after it see a constant
+                    # (a slice one element wide, not a select on whether it is empty)
+                    ctx.env[id(v)] = np.asarray(lo, v.aval.dtype)[()]
             for d in v.aval.shape:   # every dim of a result must have a bound
                 ctx.bound(d)
     return [ctx.read(a) for a in jaxpr.outvars]

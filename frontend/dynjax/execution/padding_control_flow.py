@@ -159,6 +159,29 @@ _control_flow_rules()
 
 
 # --- loops whose carried sizes change: run on device within capacities ---------------------
+def _invariant_lows(context, sizes_only: Jaxpr, lows):
+    """The lower ends of a resizing loop's carried sizes that hold at every iteration, by
+    induction: the initial sizes are at least ``lows``, and if the body, given carried sizes
+    within their lower ends and the capacities (``context()``), makes sizes at least as large,
+    every iteration's are. A size whose end the body's intervals do not keep goes down to 0,
+    and the others are checked again under that weaker hypothesis. Each end that holds spares
+    the body the arithmetic and selects of sizes that could be 0 (``a[:1]`` of a carried
+    array that starts with one element and only grows is one element wide)."""
+    from ..core.avals import ShapedArray
+    from ..tracing import trace_flat
+    lows = list(lows)
+    while any(lows):
+        sub = context()
+        in_type = [(ShapedArray(sub.padded_shape(v.aval), v.aval.dtype), True) for v in sizes_only.invars]
+        trace_flat(lambda *args: (interpret(sub, sizes_only, [], args), None), in_type)
+        kept = [lo if lo == 0 or (sub.interval(v)[0] is not None and sub.interval(v)[0] >= lo) else 0
+                for v, lo in zip(sizes_only.outvars, lows)]
+        if kept == lows:
+            break
+        lows = kept
+    return lows
+
+
 def _resizing_loop(ctx, eqn, *ops):
     """A ``for_loop`` / ``while_loop`` whose carried sizes change, run on device within a
     capacity per carried size (``ctx.capacities[id(eqn)]``, set by
@@ -201,10 +224,16 @@ def _resizing_loop(ctx, eqn, *ops):
         if hi is None:
             raise NotPaddable(f"no bound for the initial size {k} of a resizing loop")
         caps.append(max(int(requested[k]), int(hi)))
+    # the carried sizes' lower ends: the initial sizes', while the body keeps them (checked
+    # below); 0 otherwise
+    lows = []
+    for k in range(ni):
+        lo = ctx.interval(eqn.invars[first_dim + k])[0]
+        lows.append(max(int(lo), 0) if lo is not None else 0)
 
     def context(jx, pairs, dims_at, clip=None):
         """A context for a nested program: the intervals its fixed inputs have outside, the
-        carried sizes within the capacities."""
+        carried sizes within their lower ends and the capacities."""
         sub = Context(clip)
         sub.running = ctx.running
         for invar_index, operand_index in pairs:
@@ -212,13 +241,15 @@ def _resizing_loop(ctx, eqn, *ops):
             if lo_hi != (None, None):
                 sub.intervals[id(jx.invars[invar_index])] = lo_hi
         for k in range(ni):
-            sub.intervals[id(jx.invars[dims_at + k])] = (0, caps[k])
+            sub.intervals[id(jx.invars[dims_at + k])] = (lows[k], caps[k])
         return sub
 
-    carry_invars = body.invars[body_dims0 + ni:]
-    carry_shapes = [context(body, body_pairs, body_dims0).padded_shape(v.aval) for v in carry_invars]
     dim_outs = body.outvars[:ni]
     sizes_only = Jaxpr([], list(body.invars), live_equations(body.eqns, dim_outs), list(dim_outs))
+    if any(lows):
+        lows = _invariant_lows(lambda: context(body, body_pairs, body_dims0), sizes_only, lows)
+    carry_invars = body.invars[body_dims0 + ni:]
+    carry_shapes = [context(body, body_pairs, body_dims0).padded_shape(v.aval) for v in carry_invars]
     clip = {id(v): c for v, c in zip(dim_outs, caps) if not isinstance(v, Literal)}
     consts = ops[:nc] if indexed else ops[cc:cc + nc]
 
@@ -230,10 +261,11 @@ def _resizing_loop(ctx, eqn, *ops):
         whether they fit."""
         sub = context(body, body_pairs, body_dims0)
         new_dims = [_i64(d) for d in interpret(sub, sizes_only, [], body_args(i, dims, carries))]
-        fits = np.bool_(True)
+        fits = None
         for d, c in zip(new_dims, caps):
-            fits = lax.bitwise_and(fits, lax.le(d, np.int64(c)))
-        return fits, new_dims
+            fit = lax.le(d, np.int64(c))
+            fits = fit if fits is None else lax.bitwise_and(fits, fit)
+        return (np.bool_(True) if fits is None else fits), new_dims
 
     def run_body(i, dims, carries):
         """The next iteration's carried values, knowing that their sizes fit: the sizes'
@@ -259,6 +291,8 @@ def _resizing_loop(ctx, eqn, *ops):
         lower, upper, step, i0 = (_i64(v) for v in ops[nc:nc + 4])
 
         def ahead(i):
+            if isinstance(step, np.integer):   # a constant step: its direction is known
+                return lax.lt(i, upper) if step > 0 else lax.gt(i, upper)
             return lax.select(lax.gt(step, np.int64(0)), lax.lt(i, upper), lax.gt(i, upper))
 
         def keep_going(st):
