@@ -38,9 +38,11 @@ HOSTED = {P.add_p, P.sub_p, P.mul_p, P.div_p, P.rem_p, P.max_p, P.min_p, P.neg_p
 REMEMBERED = 64
 
 #: the epilogue's device scalars come back as outputs of their own up to this many; more are
-#: packed in one i64 vector (each output of a run costs about 1.4 µs a call, the packing a
-#: kernel for XLA to compile once)
-SEPARATE_SCALARS = 2
+#: packed in one i64 vector. Each output of a run costs the host about 2.3 µs a call, a scalar
+#: as much as a vector (bench.py's row 13: 13.6 µs with two scalars besides the array, 11.5 µs
+#: with them packed, 8.9 µs with the array alone); the packing is a kernel for XLA to compile
+#: once.
+SEPARATE_SCALARS = 1
 
 
 def _integral_scalar(v) -> bool:
