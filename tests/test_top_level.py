@@ -277,9 +277,10 @@ def test_import_leaves_scipy_for_later():
 
 def test_calls_never_import_jax():
     """dynjax runs on jaxlib alone: compiling and running programs (straight line, a loop that
-    resizes an array, a condition, a gradient, the eager tier), at sizes 0, 1, 5 and 1000,
-    leaves jax unimported even when it is installed, as in the suite. jaxlib's
-    ``unsafe_buffer_pointer`` imported it at a process's first call (0.4 s of its latency)."""
+    resizes an array, a condition, a gradient, bfloat16 in and out, the eager tier), at sizes
+    0, 1, 5 and 1000, leaves jax unimported even when it is installed, as in the suite.
+    jaxlib's ``unsafe_buffer_pointer`` imported it at a process's first call (0.4 s of its
+    latency), and its read of a bfloat16 result at every call."""
     code = """
 import sys, json, numpy as np, dynjax, dynjax.numpy as dnp, dynjax.lax as dlax
 from test_capacity import grow_while, grow_while_np
@@ -296,6 +297,11 @@ for n in (0, 1, 5, 1000):
     worst = max(worst, float(np.max(np.abs(slope(x) - 2 * np.sin(x) * np.cos(x)), initial=0.0)))
     if n:
         worst = max(worst, float(np.max(np.abs(loop(x) - grow_while_np(x)))))
+half = dynjax.qjit(lambda x: (x.astype(dnp.float32) * 2).astype(dnp.bfloat16))
+for n in (0, 1, 5, 1000):   # bfloat16 in and out: neither reaches jaxlib's bfloat16 reads
+    x = (np.arange(n) % 50).astype(dnp.bfloat16)
+    err = np.abs(half(x).astype(np.float64) - 2.0 * (np.arange(n) % 50))
+    worst = max(worst, float(np.max(err, initial=0.0)))
 eager = float(dnp.sum(dnp.asarray([1.0, 2.0, 3.0]) ** 2))
 print(json.dumps({"jax": sorted(m for m in sys.modules if m == "jax" or m.startswith("jax.")),
                   "worst": worst, "eager": eager}))

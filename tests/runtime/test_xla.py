@@ -1,5 +1,6 @@
 """dynamic StableHLO -> specialize -> compile -> run, checked against numpy."""
 
+import ml_dtypes
 import numpy as np
 import pytest
 
@@ -156,6 +157,23 @@ def test_specialize_errors():
         specialize(ONES_PLUS, [None, "tensor<3xf32>"], {0: 3})
     with pytest.raises(SpecializationError, match="stablehlo.add"):
         specialize(ONES_PLUS, [None, "tensor<3xf64>"], {0: 4})
+
+
+def test_bfloat16_results_come_back_as_bits_and_read_as_bfloat16():
+    """A bfloat16 result is compiled bitcast to int16 (``mlir_passes.bf16_results``: jaxlib's
+    own bfloat16 read tries to import jax at every call) and read back as bfloat16: the values,
+    the dtype and a writable array of its own, also after a serialization round trip."""
+    exe = rt.compile(IDENT_ADD.format(t="5xbf16", op="add"))
+    assert exe.bits == (0, 1) and exe.out_types == ("tensor<5xbf16>", "tensor<5xbf16>")
+    x = np.array([1.5, -2.0, 0.0, 3.25, 1e30], ml_dtypes.bfloat16)
+    y = np.array([0.25, 2.0, -0.0, 1.0, 1e30], ml_dtypes.bfloat16)
+    for e in (exe, rt.deserialize(rt.serialize(exe))):
+        ident, s = e(x, y)
+        for got, want in ((ident, x), (s, (x.astype(np.float32) + y.astype(np.float32)).astype(ml_dtypes.bfloat16))):
+            assert got.dtype == ml_dtypes.bfloat16 and got.shape == (5,)
+            np.testing.assert_array_equal(got.view(np.uint16), want.view(np.uint16))
+        ident[0] = 7.0   # writable, and not the argument
+        assert x[0] == 1.5
 
 
 def test_serialize_roundtrip_and_hlo_text():

@@ -366,10 +366,11 @@ class Executable:
     Call it with numpy arrays (or scalars); it returns a list of numpy arrays.
     """
 
-    __slots__ = ("loaded", "in_types", "out_types", "in_avals", "out_avals", "_handlers", "_run", "_via_copy",
-                 "_staged", "_scalars", "_stages", "generation", "wait_interruptibly", "blob", "__weakref__")
+    __slots__ = ("loaded", "in_types", "out_types", "in_avals", "out_avals", "bits", "_handlers", "_run",
+                 "_via_copy", "_staged", "_scalars", "_stages", "generation", "wait_interruptibly", "blob",
+                 "__weakref__")
 
-    def __init__(self, loaded, in_types: Sequence[str], out_types: Sequence[str]):
+    def __init__(self, loaded, in_types: Sequence[str], out_types: Sequence[str], bits: Sequence[int] = ()):
         get_client()
         self.generation = generation
         #: wait for the results on a helper thread, so that Ctrl-C interrupts the wait (set for
@@ -383,14 +384,21 @@ class Executable:
         self.out_types = tuple(out_types)
         self.in_avals = tuple(_aval_from_type(t) for t in self.in_types)
         self.out_avals = tuple(_aval_from_type(t) for t in self.out_types)
+        #: the bfloat16 results the loaded program returns as their int16 bits
+        #: (``mlir_passes.bf16_results``); the host views them as bfloat16
+        self.bits = tuple(bits)
         self._run = loaded.execute_sharded
-        self._handlers = [_result_handler(a, _sharding, True, _skip_checks=True) for a in self.out_avals]
+        self._handlers = [_result_handler(_Aval(a.shape, np.int16) if k in self.bits else a, _sharding, True,
+                                          _skip_checks=True) for k, a in enumerate(self.out_avals)]
         # how each result reaches the host as a writable array that only it owns (None: every
         # one is copied, the common case of small results; see _host_outputs)
-        self._via_copy = _output_modes(self.out_avals)
+        self._via_copy = _output_modes(self.out_avals, self.bits)
         # inputs passed through staging buffers, the scalar types written into them as they
         # are, and the free stages (None: no staging; without outputs a run cannot be awaited)
-        self._staged = tuple(0 < a.size * a.dtype.itemsize <= _STAGE_MAX_BYTES for a in self.in_avals)
+        # (not the dtypes numpy's buffer protocol lacks, bfloat16 and float8: telling whether
+        # jaxlib reads such a buffer in place asks a jaxlib call that imports jax)
+        self._staged = tuple(0 < a.size * a.dtype.itemsize <= _STAGE_MAX_BYTES and a.dtype.kind != "V"
+                             for a in self.in_avals)
         self._scalars = tuple(_SCALAR_TYPES.get(a.dtype, (a.dtype.type,)) if a.shape == () else ()
                               for a in self.in_avals)
         self._stages = [] if any(self._staged) and self.out_avals else None
@@ -532,11 +540,15 @@ def compile(static_module) -> Executable:
     in_types, out_types = _main_types(static_module)
     for t in list(in_types) + list(out_types):
         _aval_from_type(t)  # raises ValueError for dynamic / unsupported types
+    bits = ()
+    if any(_aval_from_type(t).dtype == _BF16 for t in out_types):
+        from mlir_passes.bf16_results import results_as_bits
+        static_module, bits = results_as_bits(static_module)
     try:
         loaded = client.compile_and_load(static_module, _device_list, compile_options())
     except _jax.JaxRuntimeError as e:
         raise ValueError(f"XLA failed to compile the module: {e}") from None
-    return Executable(loaded, in_types, out_types)
+    return Executable(loaded, in_types, out_types, bits)
 
 
 def _kind(dtype) -> str:
@@ -622,13 +634,15 @@ def _outputs(exe: Executable, results) -> list[np.ndarray]:
 # as long as the view (through ``_OutputBuffer``), and nothing else refers to it: the jaxlib
 # array made for this output by ``consume_with_handlers`` is dropped here.
 _VIEW_MIN_BYTES = 16384
-_COPY, _VIEW, _COPY_BF16 = 0, 1, 2
+_COPY, _VIEW, _COPY_BF16, _BF16_BITS = 0, 1, 2, 3
 
 
-def _output_modes(avals) -> tuple | None:
-    """Per output, how ``_host_outputs`` brings it to the host; None when all are copied."""
-    modes = tuple(_COPY_BF16 if a.dtype == _BF16 else _VIEW if a.size * a.dtype.itemsize > _VIEW_MIN_BYTES
-                  else _COPY for a in avals)
+def _output_modes(avals, bits=()) -> tuple | None:
+    """Per output, how ``_host_outputs`` brings it to the host; None when all are copied.
+    ``bits``: the bfloat16 outputs the program returns as int16 bits."""
+    modes = tuple(_BF16_BITS if k in bits else _COPY_BF16 if a.dtype == _BF16
+                  else _VIEW if a.size * a.dtype.itemsize > _VIEW_MIN_BYTES else _COPY
+                  for k, a in enumerate(avals))
     return None if all(m == _COPY for m in modes) else modes
 
 
@@ -656,6 +670,8 @@ def _host_outputs(exe: Executable, outs) -> list[np.ndarray]:
             iface["data"] = (iface["data"][0], False)
             owner.__array_interface__ = iface
             res.append(np.asarray(owner))
+        elif mode == _BF16_BITS:   # int16 bits, read as bfloat16
+            res.append(np.array(o).view(_BF16))
         else:   # numpy's buffer protocol does not know bfloat16: jaxlib copies it out
             a = o._single_device_array_to_np_array_did_copy()[0]
             res.append(a if a.flags.writeable and a.base is None else np.array(a))
@@ -711,7 +727,7 @@ def serialize(exe: Executable) -> bytes:
     if exe.blob is not None:
         return exe.blob
     payload = get_client().serialize_executable(exe.loaded)
-    header = json.dumps({"in": list(exe.in_types), "out": list(exe.out_types)}).encode()
+    header = json.dumps({"in": list(exe.in_types), "out": list(exe.out_types), "bits": list(exe.bits)}).encode()
     return _MAGIC + struct.pack("<I", len(header)) + header + payload
 
 
@@ -734,7 +750,7 @@ def deserialize(blob: bytes) -> Executable:
         loaded = client.deserialize_executable(payload, _device_list, _jax.CompileOptions())
     except _jax.JaxRuntimeError as e:
         raise ValueError(f"cannot deserialize executable: {e}") from None
-    exe = Executable(loaded, header["in"], header["out"])
+    exe = Executable(loaded, header["in"], header["out"], header.get("bits", ()))
     exe.blob = bytes(blob)
     return exe
 
