@@ -12,7 +12,7 @@ from __future__ import annotations
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import stablehlo
 
-from .specialize import _find_main, _function_type, _isa, _lock, _parse, _spec_context
+from .specialize import _isa, parsed_main
 
 __all__ = ["results_as_bits"]
 
@@ -21,27 +21,22 @@ def results_as_bits(module) -> tuple[str, tuple[int, ...]]:
     """The text of ``module`` (text or bytecode, a static ``@main``) with each bfloat16 result
     of ``@main`` bitcast to ``i16``, and the positions of those results (empty, and the module
     unchanged, when it has none)."""
-    with _lock:
-        ctx = _spec_context()
-        m = _parse(module, ctx)
-        with ctx, ir.Location.unknown(ctx):
-            main = _find_main(m)
-            ftype = _function_type(main)
-            bf16 = ir.BF16Type.get()
-            i16 = ir.IntegerType.get_signless(16)
-            results = list(ftype.results)
-            at = tuple(k for k, t in enumerate(results)
-                       if _isa(ir.RankedTensorType, t) and ir.RankedTensorType(t).element_type == bf16)
-            if not at:
-                return (module if isinstance(module, str) else str(m)), ()
-            block = main.regions[0].blocks[0]
-            ret = list(block.operations)[-1]
-            with ir.InsertionPoint(ret):
-                for k in at:
-                    t = ir.RankedTensorType(results[k])
-                    bits = ir.RankedTensorType.get(t.shape, i16)
-                    ret.operands[k] = stablehlo.bitcast_convert(bits, ret.operands[k])
-                    results[k] = bits
-            main.attributes["function_type"] = ir.TypeAttr.get(
-                ir.FunctionType.get(list(ftype.inputs), results))
-            return str(m), at
+    with parsed_main(module) as (_, m, main, ftype):
+        bf16 = ir.BF16Type.get()
+        i16 = ir.IntegerType.get_signless(16)
+        results = list(ftype.results)
+        at = tuple(k for k, t in enumerate(results)
+                   if _isa(ir.RankedTensorType, t) and ir.RankedTensorType(t).element_type == bf16)
+        if not at:
+            return (module if isinstance(module, str) else str(m)), ()
+        block = main.regions[0].blocks[0]
+        ret = list(block.operations)[-1]
+        with ir.InsertionPoint(ret):
+            for k in at:
+                t = ir.RankedTensorType(results[k])
+                bits = ir.RankedTensorType.get(t.shape, i16)
+                ret.operands[k] = stablehlo.bitcast_convert(bits, ret.operands[k])
+                results[k] = bits
+        main.attributes["function_type"] = ir.TypeAttr.get(
+            ir.FunctionType.get(list(ftype.inputs), results))
+        return str(m), at

@@ -27,6 +27,7 @@ carried shapes change per iteration, ...) raises :class:`SpecializationError`
 
 from __future__ import annotations
 
+import contextlib
 import io
 import os
 import re
@@ -162,12 +163,21 @@ def _function_type(fop) -> ir.FunctionType:
     return ir.FunctionType(ir.TypeAttr(fop.attributes["function_type"]).value)
 
 
-def main_signature(module) -> tuple[list[str], list[str]]:
-    """Return ``(input_types, result_types)`` of ``@main`` as MLIR type strings."""
+@contextlib.contextmanager
+def parsed_main(module):
+    """Under the specialization lock, in its context: ``(context, parsed module, its @main,
+    @main's function type)`` of ``module`` (text, bytecode or an ``ir.Module``)."""
     with _lock:
         ctx = _spec_context()
         m = _parse(module, ctx)
-        ft = _function_type(_find_main(m))
+        with ctx, ir.Location.unknown(ctx):
+            main = _find_main(m)
+            yield ctx, m, main, _function_type(main)
+
+
+def main_signature(module) -> tuple[list[str], list[str]]:
+    """Return ``(input_types, result_types)`` of ``@main`` as MLIR type strings."""
+    with parsed_main(module) as (_, _, _, ft):
         return [str(t) for t in ft.inputs], [str(t) for t in ft.results]
 
 
