@@ -2,7 +2,7 @@
 
 ``make_context()`` builds a fresh ``ir.Context`` with every dialect our
 lowering and passes need; ``get_context()`` returns one shared, lazily built
-context.  StableHLO passes are registered once per process so that
+context, renewed every ``RECYCLE_AFTER`` uses to bound its memory.  StableHLO passes are registered once per process so that
 ``PassManager.parse`` understands ``stablehlo-*`` pass names.
 """
 
@@ -65,16 +65,24 @@ def make_context() -> ir.Context:
     return ctx
 
 
+#: the shared context is replaced by a new one after this many uses (a lowering each): a
+#: context keeps every constant and type it ever made until it is destroyed (a function
+#: closing over a 1 MiB array left about that much behind after it was gone), and a module
+#: made in the old one keeps it alive as long as the module lives
+RECYCLE_AFTER = 200
+_shared_uses = 0
+
+
 def get_context() -> ir.Context:
-    """Return the process-wide shared context (created on first use)."""
-    global _shared_context
-    ctx = _shared_context
-    if ctx is None:
-        with _lock:
-            if _shared_context is None:
-                _shared_context = make_context()
-            ctx = _shared_context
-    return ctx
+    """Return the process-wide shared context (created on first use, and anew every
+    ``RECYCLE_AFTER`` calls: each caller builds its module in the context it was given)."""
+    global _shared_context, _shared_uses
+    with _lock:
+        if _shared_context is None or _shared_uses >= RECYCLE_AFTER:
+            _shared_context = make_context()
+            _shared_uses = 0
+        _shared_uses += 1
+        return _shared_context
 
 
 def run_pipeline(module: "ir.Module", pipeline: str) -> None:

@@ -601,3 +601,24 @@ def test_missing_rule_is_a_clear_error():
     closed = dynjax.make_jaxpr(lambda x: prim.bind(x))(np.ones(2))
     with pytest.raises(LoweringError, match="no lowering rule for primitive 'no_rule_here'"):
         lower_jaxpr(closed)
+
+
+def test_the_shared_context_is_renewed_and_old_modules_stay_usable(monkeypatch):
+    """The lowering's shared MLIR context keeps every constant it made until it is destroyed,
+    so ``mlir_passes.context`` builds a new one every ``RECYCLE_AFTER`` lowerings. A module
+    lowered in an old context stays printable, and programs lowered across the renewals
+    compute the right values."""
+    import mlir_passes.context as mctx
+    from dynjax.lowering import lower_jaxpr
+    monkeypatch.setattr(mctx, "RECYCLE_AFTER", 3)
+    monkeypatch.setattr(mctx, "_shared_uses", 0)
+    first = mctx.get_context()
+    kept = lower_jaxpr(dynjax.make_jaxpr(lambda x: x * 2.0)(np.ones(3)))
+    seen = [first]   # (kept alive, so that no two of them share an id)
+    for k in range(7):
+        c = np.full(4, float(k))
+        f = dynjax.qjit(lambda x: x + c)
+        np.testing.assert_array_equal(f(np.arange(4.0)), np.arange(4.0) + k)
+        seen.append(mctx.get_context())
+    assert len({id(ctx) for ctx in seen}) >= 3   # renewed along the way
+    assert "stablehlo.multiply" in str(kept)
