@@ -5,7 +5,7 @@
                                                       # qjit against jax.jit per argument kind
 
 Default section: the median per-call time in microseconds for each variant in
-``dynjax.runtime.xla._call_variants`` on 1-element adds (``x + x`` with one
+``dynjax.runtime.call_variants.call_variants`` on 1-element adds (``x + x`` with one
 argument, ``x + y`` with two) and a 1e6-element ``x + y``, plus the time per
 specialization and per compile / deserialize.
 
@@ -23,6 +23,7 @@ import time
 import numpy as np
 
 from dynjax.runtime import xla
+from dynjax.runtime.call_variants import call_variants
 from mlir_passes import specialize
 
 DYN = """func.func @main(%n: tensor<i64>, %x: tensor<?xf64>, %y: tensor<?xf64>) -> tensor<?xf64> {
@@ -149,7 +150,7 @@ def main():
             args = [aligned(size, k + 1.0) for k in range(nargs)]
         expect = args[0] + (args[-1] if nargs == 2 else args[0])
         print(f"\n{label}: compile {tc * 1e3:.1f} ms, deserialize {td * 1e3:.2f} ms")
-        for name, f in xla._call_variants(exe).items():
+        for name, f in call_variants(exe).items():
             out = f(*args)
             if "device-resident" not in name:
                 assert np.array_equal(np.asarray(out[0]), expect), name
