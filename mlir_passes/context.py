@@ -2,8 +2,9 @@
 
 ``make_context()`` builds a fresh ``ir.Context`` with every dialect our
 lowering and passes need; ``get_context()`` returns one shared, lazily built
-context, renewed every ``RECYCLE_AFTER`` uses to bound its memory.  StableHLO passes are registered once per process so that
-``PassManager.parse`` understands ``stablehlo-*`` pass names.
+context, renewed every ``RECYCLE_AFTER`` uses to bound its memory.  StableHLO
+passes are registered once per process so that ``PassManager.parse`` understands
+``stablehlo-*`` pass names.
 """
 
 from __future__ import annotations
