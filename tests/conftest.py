@@ -16,6 +16,12 @@ from hypothesis import settings
 # back on (the ``compile_ahead`` fixture); test_tiers also re-runs other suites padded.
 os.environ.setdefault("DYNJAX_COMPILE_AHEAD", "0")
 
+# The host tier (execution/host_tier.py) runs programs too small for XLA as numpy calls, and
+# most tests call their programs at a few elements: with it on, they would check numpy rather
+# than the compiled program. So the suite compiles; test_host_tier turns the tier on, and the
+# doc pages and the lit tests run with it, as a user's process does.
+os.environ.setdefault("DYNJAX_HOST_TIER", "off")
+
 # XLA's CPU fusion emitters (its default) spend 2-3x longer compiling a program of a few hundred
 # ops than its older emitters (a test_grad group: 6.7 s against 2.1 s), and compiling is most of
 # the suite's time, jax's compiles of expected values included. So the suite's processes compile

@@ -30,6 +30,7 @@ from .core.avals import same_dim
 from .core.errors import api_boundary, name_user_line, user_error, user_stacklevel
 from .core.trace import Tracer, is_tracing, typeof
 from .execution import compile_log, explain
+from .execution.host_tier import HostProgram
 from .execution.lru import BoundedCache, check_cache_size, default_cache_size
 from .execution.calls import ProgramCall, coerce_leaf, describe_input_fn, entry_arguments, run_entry
 from .execution.masked_reductions import rewrite_masked_reductions
@@ -311,7 +312,9 @@ class QJIT:
         try:
             if not kwargs:
                 n = len(args)
-                key = ((_fast_leaf_key(args[0]),) if n == 1 else
+                a = args[0] if n else None
+                key = (((a.shape, a.dtype),) if n == 1 and a.__class__ is np.ndarray else
+                       (_fast_leaf_key(a),) if n == 1 else
                        (_fast_leaf_key(args[0]), _fast_leaf_key(args[1])) if n == 2 else
                        tuple([_fast_leaf_key(a) for a in args]))
                 plan = self._fast_hit(key)
@@ -320,12 +323,16 @@ class QJIT:
                 if plan is not None and not is_tracing():
                     entry, exe, runtime, explicit, single, exact = plan
                     self.calls += 1
-                    if exact:
-                        self.stats.exact_runs += 1
-                        if exact == 2:   # an exact executable made for a recurring size
-                            self.stats.exact_calls_served += 1
                     self._last = entry
-                    outs = exe.call_exact(args if runtime is None else [args[i] for i in runtime])
+                    if exact == 3:   # the host tier's program: its function, called directly
+                        self.stats.host_runs += 1
+                        outs = exe.run(*(args if runtime is None else [args[i] for i in runtime]))
+                    else:
+                        if exact:
+                            self.stats.exact_runs += 1
+                            if exact == 2:   # an exact executable made for a recurring size
+                                self.stats.exact_calls_served += 1
+                        outs = exe.call_exact(args if runtime is None else [args[i] for i in runtime])
                     if single is not None:
                         return outs[single]
                     return pytree.tree_unflatten(entry.traced.out_tree, [outs[i] for i in explicit])
@@ -465,7 +472,8 @@ class QJIT:
             elif aval.shape != () or type(a) not in exe.scalar_types(j):
                 return
         runtime = None if runtime == list(range(len(args))) else runtime
-        plan = (entry, exe, runtime, entry.explicit, single, 2 if exe in seg.promoted else True)
+        plan = (entry, exe, runtime, entry.explicit, single,
+                3 if exe.__class__ is HostProgram else 2 if exe in seg.promoted else True)
         by_value = tuple(p - nimp for p in seg.baked if p >= nimp)
         if not by_value:
             self._fast.put(keys, plan)
@@ -591,6 +599,8 @@ class QJIT:
     def mlir_specialized(self) -> Optional[str]:
         """The static modules compiled for the latest call's signature (None before a call)."""
         e = self._entry()
+        for s in e.program.segments() if e else ():
+            getattr(s, "xla_view", lambda: None)()
         texts = [s.last_specialized for s in e.program.segments() if s.last_specialized] if e else []
         return "\n".join(texts) if texts else None
 
@@ -599,6 +609,8 @@ class QJIT:
         """XLA's optimized HLO of the executables used by the latest call (None before a call)."""
         from .runtime import hlo_text
         e = self._entry()
+        for s in e.program.segments() if e else ():
+            getattr(s, "xla_view", lambda: None)()
         texts = [hlo_text(s.last_executable) for s in e.program.segments()
                  if s.last_executable is not None] if e else []
         return "\n".join(texts) if texts else None

@@ -24,7 +24,7 @@ import numpy as np
 
 from ..core.jaxpr import ClosedJaxpr, Jaxpr, Literal, Var
 from ..core.primitive import impl_rules
-from . import compile_log, explain, tiers
+from . import compile_log, explain, host_tier, tiers
 from .analysis import _FOLDABLE, dims_of, foldable_vars, is_scalar, needed_vars, statically_compilable
 from .analysis import is_int_scalar as _is_int_scalar
 from .lru import BoundedCache
@@ -67,6 +67,8 @@ class Segment:
         self.compile_seconds: Optional[float] = None    # mean time of this segment's exact compiles
         self._eager_estimate = None                     # (cost, names of the int inputs) or False
         self.paddable = bool(self.baked)                # False once padding proved impossible
+        self.hosted = BoundedCache(stats.cache_size)    # exact key -> HostProgram or _NOT_HOSTED
+        self._hostable: Optional[bool] = None           # whether the host tier may run it at all
         # introspection only (f.mlir_specialized, f.hlo): never read on a call path
         self.last_specialized: Optional[str] = None
         self.last_executable = None
@@ -105,10 +107,17 @@ class Segment:
         return self.call(args)[0]
 
     def call(self, args: Sequence[Any]):
-        """The outputs for concrete inputs, and the exact executable that computed them (None
-        when the padded or the eager tier did: see ``tiers``)."""
+        """The outputs for concrete inputs, and the exact executable (or host program) that
+        computed them (None when the padded or the eager tier did: see ``tiers``)."""
         key = self._key(args)
         exe = self.cache.get(key)
+        if exe is None and self._hostable is not False:
+            host = self._host_program(key, args)
+            if host is not None:
+                self.stats.host_runs += 1
+                self.last_executable, self.last_specialized = host, None
+                explain.maybe(explain.tiers, lambda: f"host tier: {self._describe_key(key)}")
+                return host.call([args[i] for i in self.runtime]), host
         first = False
         if exe is None and self.paddable:
             pol = tiers.policy()
@@ -152,6 +161,54 @@ class Segment:
             return exe(args), None
         self.last_executable = exe
         return exe(*[args[i] for i in self.runtime]), exe
+
+    # --- the host tier: numpy calls for programs too small for XLA ---------------------------
+
+    def _host_program(self, key, args) -> Optional["host_tier.HostProgram"]:
+        """The host program of these sizes (``host_tier``), built at the first call at them,
+        or None when XLA is to run them."""
+        pol = host_tier.policy()
+        if pol == "off" or (pol == "auto" and tiers.policy() != "auto"):   # a tier is forced
+            return None
+        if self._hostable is None:
+            self._hostable = (not self.exact_by_padding and host_tier.straight_line(self.jaxpr)
+                              and host_tier.small(self.consts))
+            if not self._hostable:
+                return None
+            self.module_text   # noqa: B018  (what XLA would refuse, the host tier refuses too)
+        host = self.hosted.get(key)
+        if host is None:
+            if pol != "always" and not (host_tier.small(args) and
+                                        all(int(args[i]) <= host_tier.MAX_ELEMENTS for i in self.baked)):
+                return None
+            host = self.hosted.get_or_fill(key, lambda: self._build_host(args, pol == "always"))
+        return None if host is _NOT_HOSTED else host
+
+    def _build_host(self, args, force: bool):
+        if self._check(args) is not None:   # blocks of different lengths: the padded program
+            return _NOT_HOSTED
+        baked = set(self.baked)
+        sizes = [int(x) if i in baked else _Shape(np.shape(x)) for i, x in enumerate(args)]
+        try:
+            host = host_tier.build(self.jaxpr, self.consts, args, self.runtime, sizes, force)
+        except host_tier.NotHosted as e:
+            why = str(e)
+            explain.maybe(explain.tiers, lambda: f"not the host tier ({why}): {self._describe_key(self._key(args))}")
+            return _NOT_HOSTED
+        except Exception:   # what the compiled program says of these arguments decides
+            return _NOT_HOSTED
+        self.stats.host_programs += 1
+        explain.maybe(explain.recompiles, lambda: f"host program of {host.equations} numpy calls "
+                      f"({host.direct} direct), estimated {host.estimate * 1e6:.1f} us: "
+                      f"{self._describe_key(self._key(args))}")
+        return host
+
+    def xla_view(self) -> None:
+        """For introspection (``f.mlir_specialized``, ``f.hlo``): when the host tier served the
+        latest call, compile the exact executable of its sizes, so that there is one to show."""
+        host = self.last_executable
+        if host.__class__ is host_tier.HostProgram:
+            self.executable(host.sizes)
 
     def _describe_key(self, key) -> str:
         shapes, values = key
@@ -437,6 +494,9 @@ class _SizeRecord:
         self.calls, self.seconds, self.timed = 0, 0.0, 0
         self.waste = waste
         self.requested = False
+
+
+_NOT_HOSTED = object()   # ``Segment.hosted``: XLA runs these sizes
 
 
 class _Shape:

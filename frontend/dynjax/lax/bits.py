@@ -114,8 +114,9 @@ nextafter_p = define("nextafter", _nextafter_impl, _nextafter_abstract)
 
 # --- reduce_precision ------------------------------------------------------------------------
 def _float_layout(dt):
-    """(exponent bits, mantissa bits) of a float dtype."""
-    info = np.finfo(dt)
+    """(exponent bits, mantissa bits) of a float dtype (ml_dtypes' too: bfloat16, float8)."""
+    from ..core.avals import finfo
+    info = finfo(dt)
     return int(info.nexp), int(info.nmant)
 
 
