@@ -17,7 +17,7 @@ Bounds come from interval arithmetic on the integer scalars that compute sizes: 
 size ``n`` in a bucket lies in ``[0, B]``, ``n - 1`` in ``[-1, B - 1]``, ``2 * n`` in
 ``[0, 2B]``, and a dim's bound is the upper end of its interval. A primitive without a rule
 here, or a size whose interval is unknown, raises ``NotPaddable``: that segment then always
-runs exact-size executables (``program.Segment``).
+runs exact-size executables (``segment.Segment``).
 
 ``padding_rules`` maps a primitive to ``rule(ctx, eqn, *operands) -> result(s)`` over
 padded operands; ``interval_rules`` gives the intervals of integer scalars. A consumer may

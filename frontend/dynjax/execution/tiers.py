@@ -22,7 +22,7 @@ and shapes, never the caller's arrays.
 Tier 0 (``auto`` only): a new size whose bucket is still compiling, with no compiled bucket
 that holds it, is evaluated by the numpy impls meanwhile, if the cost model puts it below
 ``EAGER_MAX_FLOPS``; the evaluation gives way to the bucket as soon as it is compiled
-(``program.Segment._run_eagerly``).
+(``segment.Segment._run_eagerly``).
 
 Compiles ahead (``AHEAD``: the first size's own bucket and the next one up, queued after the
 first call; a new size's bucket when a larger compiled one already serves it) are speculative:

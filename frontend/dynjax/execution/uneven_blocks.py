@@ -18,7 +18,7 @@ call that size differs between devices (the padded program gives each device its
 
 Only the padded program runs such a call (the whole-array program reshapes ``n`` into
 ``(t, n / t)``): the program's exact executable at that size is the padded program of
-exactly that size (``program.Segment._compile``).
+exactly that size (``segment.Segment._compile``).
 """
 from __future__ import annotations
 
