@@ -28,10 +28,25 @@ from helpers import examples
 import test_eager_vs_compiled as evc
 
 
+DEFAULT_BUDGET = host_tier.BUDGET_SECONDS
+
+
 @pytest.fixture(autouse=True, scope="module")
 def host_tier_on():
-    with host_tier_is("auto"):
+    # the tier decides by timing a program's run: with a budget of 1 ms, what these tests
+    # expect on the host is hosted however loaded the machine (test_the_budget_decides)
+    with host_tier_is("auto"), budget(1e-3):
         yield
+
+
+@contextlib.contextmanager
+def budget(seconds):
+    before = host_tier.BUDGET_SECONDS
+    host_tier.BUDGET_SECONDS = seconds
+    try:
+        yield
+    finally:
+        host_tier.BUDGET_SECONDS = before
 
 
 @contextlib.contextmanager
@@ -73,11 +88,24 @@ def test_large_sizes_loops_and_expensive_programs_are_compiled():
     np.testing.assert_array_equal(g(np.ones(3)), np.full(3, 8.0))
     assert g.cache_info()["host_runs"] == 0   # a nested program: XLA's
 
-    # 1000 elements through 6 transcendental functions: above the time budget
+    # 1000 elements through 6 transcendental functions: above the time budget (~18 us)
     h = dynjax.qjit(lambda x: jnp.tanh(jnp.exp(jnp.sin(jnp.cos(jnp.tanh(jnp.exp(x)))))))
     x = np.linspace(-1, 1, 1000)
-    np.testing.assert_allclose(h(x), np.tanh(np.exp(np.sin(np.cos(np.tanh(np.exp(x)))))), rtol=1e-14)
+    with budget(DEFAULT_BUDGET):
+        np.testing.assert_allclose(h(x), np.tanh(np.exp(np.sin(np.cos(np.tanh(np.exp(x)))))), rtol=1e-14)
     assert h.cache_info()["host_runs"] == 0 and h.cache_info()["compilations"] == 1
+
+
+def test_the_budget_decides_by_the_timed_run():
+    f = dynjax.qjit(lambda x: x + 1.0)
+    with budget(1e-9):   # no run is that fast: XLA
+        np.testing.assert_array_equal(f(np.ones(3)), np.full(3, 2.0))
+    assert _served(f) == (0, 0, 1)
+    with budget(1e-3):
+        np.testing.assert_array_equal(f(np.ones(4)), np.full(4, 2.0))
+    assert _served(f) == (1, 1, 1)
+    host = f._last.program.single.last_executable
+    assert isinstance(host, host_tier.HostProgram) and 0 < host.seconds < 1e-3
 
 
 def test_off_always_and_forced_tiers():
@@ -287,3 +315,28 @@ def test_large_sizes_and_large_values_are_compiled_even_from_small_arguments():
     x = np.linspace(0, 1, 1000)
     np.testing.assert_allclose(outer(x), np.sum(np.outer(x, x)), rtol=1e-12)
     assert outer.cache_info()["host_runs"] == 0 and outer.cache_info()["compilations"] == 1
+
+
+def test_custom_rules_and_checkpoint_are_inlined_and_gradients_run_on_the_host():
+    from dynjax import nn
+
+    def loss(w, x):
+        h = nn.relu(x @ w) + dynjax.checkpoint(jnp.sin)(x @ w)
+        return jnp.sum(nn.softmax(h, axis=-1) * jnp.arange(3.0))
+    w = np.linspace(-1, 1, 6).reshape(2, 3)
+    x = np.linspace(0.5, -0.5, 8).reshape(4, 2)
+    value_and_grad = dynjax.qjit(dynjax.value_and_grad(loss))
+    with host_tier_is("off"):
+        compiled = dynjax.qjit(dynjax.value_and_grad(loss))
+        want_value, want_grad = compiled(w, x)
+    for _ in range(2):
+        value, grad = value_and_grad(w, x)
+        np.testing.assert_allclose(value, want_value, rtol=1e-14)
+        np.testing.assert_allclose(grad, want_grad, rtol=1e-13, atol=1e-15)
+    assert value_and_grad.cache_info()["host_runs"] == 2, value_and_grad.cache_info()
+    # against finite differences
+    eps, k = 1e-6, (1, 2)
+    bumped = w.copy()
+    bumped[k] += eps
+    fd = (dynjax.qjit(loss)(bumped, x) - dynjax.qjit(loss)(w, x)) / eps
+    np.testing.assert_allclose(grad[k], fd, rtol=1e-4)

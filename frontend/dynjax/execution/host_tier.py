@@ -17,11 +17,13 @@ computes for those dtypes, or None; the impl rule itself is the kernel otherwise
 generated function is checked once against the recorded values, bit for bit, before it
 serves a call (a mismatch falls back to the impl rules).
 
-When: the segment is straight-line (no equation holds a nested program), its arguments,
+When: the segment is straight-line (no equation holds a nested program other than the
+calls it inlines: custom derivative and batching rules, ``checkpoint``), its arguments,
 constants and sizes hold at most ``MAX_ELEMENTS`` elements each (and no value it computes
-more than ``MAX_VALUE_ELEMENTS``), and the recorded run's
-estimated time (a fixed cost per equation, more for an impl rule than for a direct call,
-plus a cost per element) is at most ``BUDGET_SECONDS``. Results are numpy's, as eager
+more than ``MAX_VALUE_ELEMENTS``), its estimated time (a fixed cost per equation, more for
+an impl rule than for a direct call, plus a cost per element) is at most ``PREFILTER``
+budgets, and the generated function, timed when it is built (the shortest of three runs),
+takes at most ``BUDGET_SECONDS``. Results are numpy's, as eager
 dynjax's: transcendental functions within a few ulps of XLA's, subnormals kept where XLA's
 CPU code flushes them (``tests/test_eager_vs_compiled.py``); they never share memory with
 the arguments.
@@ -32,6 +34,7 @@ the arguments.
 from __future__ import annotations
 
 import os
+import time
 from typing import Any, Callable, Dict, List, Sequence
 
 import numpy as np
@@ -46,10 +49,12 @@ MAX_ELEMENTS = 1024
 MAX_VALUE_ELEMENTS = 16 * MAX_ELEMENTS
 #: at most this many equations
 MAX_EQUATIONS = 64
-#: the host runs a program whose estimated time is at most this (measured on a 2-core x86
-#: machine: an XLA run of a small program takes ~7.5 us through the dispatch table, a host
-#: program ~1.5 us plus its equations)
+#: the host runs a program whose run (timed when it is built: the shortest of 3) takes at
+#: most this (on a 2-core x86 machine, an XLA run of a small program takes ~7.5 us through
+#: the dispatch table, which adds ~1 us to either)
 BUDGET_SECONDS = 6e-6
+#: a program whose estimated time (below) is above this many budgets is not built at all
+PREFILTER = 3
 #: estimated cost of one equation: a direct numpy call, a view (reshape, squeeze, a
 #: broadcast that the ufuncs reading it do themselves), an impl rule
 DIRECT_SECONDS = 0.6e-6
@@ -82,10 +87,13 @@ def policy() -> str:
 # Kernels: one rule per primitive, given the recorded input dtypes and the parameters
 # ----------------------------------------------------------------------------------------------
 
-#: primitive -> rule(in_values, out_values, params) -> (numpy callable, fresh) or None. The
-#: callable takes the equation's operands (all of them, size operands included) and returns
-#: what the impl rule returns for operands of these dtypes and shapes; ``fresh`` says its
-#: result is a new array (not a view of an operand), so that a program result needs no copy.
+#: primitive -> rule(in_values, out_values, params, known) -> (numpy callable, fresh[,
+#: broadcasting]) or None, where ``known`` says which operands are the same at every call
+#: (sizes, literals, constants). The callable takes the equation's operands (all of them,
+#: size operands included) and returns what the impl rule returns for operands of these
+#: dtypes and shapes (and these values, for the known ones); ``fresh`` says its result is a
+#: new array (not a view of an operand), so that a program result needs no copy, and
+#: ``broadcasting`` that it is a numpy ufunc (see ``_lazy_broadcasts``).
 host_kernels: Dict[Primitive, Callable] = {}
 
 _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
@@ -103,7 +111,7 @@ def _dtypes(values):
 
 def _ufunc(fn, dtypes):
     """A rule: ``fn`` itself when every operand has one dtype and it is one of ``dtypes``."""
-    def rule(ins, outs, params):
+    def rule(ins, outs, params, known):
         ds = _dtypes(ins)
         if params or ds[0] not in dtypes or any(d != ds[0] for d in ds):
             return None
@@ -127,7 +135,6 @@ def _register_kernels():
     for name, fn, dtypes in [("add", np.add, numbers), ("sub", np.subtract, numbers),
                              ("mul", np.multiply, numbers), ("div", np.true_divide, floats + _COMPLEX),
                              ("pow", np.power, floats), ("atan2", np.arctan2, floats),
-                             ("max", np.maximum, _INTS), ("min", np.minimum, _INTS),
                              ("and", np.bitwise_and, _INTS + (np.dtype(bool),)),
                              ("or", np.bitwise_or, _INTS + (np.dtype(bool),)),
                              ("xor", np.bitwise_xor, _INTS + (np.dtype(bool),)),
@@ -135,6 +142,8 @@ def _register_kernels():
                              ("lt", np.less, floats + _INTS), ("le", np.less_equal, floats + _INTS),
                              ("gt", np.greater, floats + _INTS), ("ge", np.greater_equal, floats + _INTS)]:
         host_kernels[getattr(P, name + "_p")] = _ufunc(fn, dtypes)
+    host_kernels[P.max_p] = _extremum(np.maximum, "max")
+    host_kernels[P.min_p] = _extremum(np.minimum, "min")
     host_kernels[P.reduce_sum_p] = _reduce_sum
     host_kernels[P.reduce_max_p] = _reduce_extremum(np.maximum, "reduce_max")
     host_kernels[P.reduce_min_p] = _reduce_extremum(np.minimum, "reduce_min")
@@ -147,7 +156,34 @@ def _register_kernels():
     host_kernels[P.dot_general_p] = _dot_general
 
 
-def _reduce_sum(ins, outs, params):
+def _extremum(ufunc, name):
+    """max / min: the ufunc, whose only difference from the impl is which zero it returns
+    when both operands are zeros (the impl: -0.0 < +0.0, as XLA)."""
+    plain = _ufunc(ufunc, _INTS)
+
+    def rule(ins, outs, params, known):
+        x, y = np.asarray(ins[0]), np.asarray(ins[1])
+        if x.dtype in _INTS:
+            return plain(ins, outs, params, known)
+        if x.dtype not in _FLOATS or y.dtype != x.dtype:
+            return None
+        impl = impl_rules[_primitive(name)]
+        for c, k in ((x, known[0]), (y, known[1])):
+            if k and c.shape == () and c != 0:   # never two zeros
+                return ufunc, True, True
+        if name == "max" and known[1] and y.shape == () and y == 0 and not np.signbit(y):
+            # relu: a zero result is +0.0 whatever the sign of x's zero; adding +0.0 turns
+            # -0.0 into +0.0 and leaves every other value (NaNs included) as it is
+            return (lambda a, b: np.add(ufunc(a, b), b)), True
+
+        def kernel(a, b):   # the impl where some result is a zero
+            m = ufunc(a, b)
+            return m if m.all() else impl(a, b)
+        return kernel, True
+    return rule
+
+
+def _reduce_sum(ins, outs, params, known):
     (x,), axes = ins, tuple(params["axes"])
     if np.asarray(x).dtype not in _FLOATS + _COMPLEX:   # numpy widens small integers' sums
         return None
@@ -155,7 +191,7 @@ def _reduce_sum(ins, outs, params):
 
 
 def _reduce_extremum(ufunc, prim_name):
-    def rule(ins, outs, params):
+    def rule(ins, outs, params, known):
         (x,), axes = ins, tuple(params["axes"])
         x = np.asarray(x)
         if any(x.shape[a] == 0 for a in axes) or x.dtype not in _FLOATS + _INTS:
@@ -176,7 +212,7 @@ def _primitive(name):
     return getattr(P, name + "_p")
 
 
-def _convert(ins, outs, params):
+def _convert(ins, outs, params, known):
     src, dst = np.asarray(ins[0]).dtype, np.dtype(params["new_dtype"])
     # float to integer saturates and truncates, complex to real keeps the real part: the impl
     if dst.kind in "iu" and src.kind == "f" or src.kind == "c" and dst.kind != "c":
@@ -187,13 +223,13 @@ def _convert(ins, outs, params):
     return (lambda v: v.astype(dst)), True
 
 
-def _select_n(ins, outs, params):
+def _select_n(ins, outs, params, known):
     if len(ins) != 3 or np.asarray(ins[0]).dtype != np.dtype(bool):
         return None
     return (lambda which, no, yes: np.where(which, yes, no)), True
 
 
-def _broadcast_in_dim(ins, outs, params):
+def _broadcast_in_dim(ins, outs, params, known):
     x, out = np.asarray(ins[0]), np.asarray(outs[0])
     expanded = [1] * out.ndim
     for i, d in enumerate(params["broadcast_dimensions"]):
@@ -206,33 +242,44 @@ def _broadcast_in_dim(ins, outs, params):
     return kernel, False
 
 
-def _reshape(ins, outs, params):
+def _reshape(ins, outs, params, known):
     if params.get("dimensions") is not None:
         return None
     shape = np.asarray(outs[0]).shape
     return (lambda v, *_: v.reshape(shape)), False
 
 
-def _squeeze(ins, outs, params):
+def _squeeze(ins, outs, params, known):
     shape = np.asarray(outs[0]).shape
     return (lambda v: v.reshape(shape)), False
 
 
-def _transpose(ins, outs, params):
+def _transpose(ins, outs, params, known):
     permutation = tuple(params["permutation"])
     return (lambda v: np.transpose(v, permutation)), False
 
 
-def _dot_general(ins, outs, params):
+def _dot_general(ins, outs, params, known):
+    """The impl's transposes, reshapes and ``np.matmul``, their shapes computed once."""
     x, y = np.asarray(ins[0]), np.asarray(ins[1])
     (lc, rc), (lb, rb) = params["dimension_numbers"]
     pref = params.get("preferred_element_type")
-    # a plain matrix product, as the impl computes it (np.matmul of the same operands)
-    if x.ndim != 2 or y.ndim != 2 or tuple(lc) != (1,) or tuple(rc) != (0,) or lb or rb or \
-            x.dtype != y.dtype or x.dtype not in _FLOATS + _COMPLEX or \
+    if x.dtype != y.dtype or x.dtype not in _FLOATS + _COMPLEX + _INTS or \
             (pref is not None and np.dtype(pref) != x.dtype):
         return None
-    return np.matmul, True
+    lfree = [i for i in range(x.ndim) if i not in lc and i not in lb]
+    rfree = [i for i in range(y.ndim) if i not in rc and i not in rb]
+    xperm, yperm = tuple(list(lb) + lfree + list(lc)), tuple(list(rb) + list(rc) + rfree)
+    bshape = tuple(x.shape[i] for i in lb)
+    lf, rf = tuple(x.shape[i] for i in lfree), tuple(y.shape[i] for i in rfree)
+    k = int(np.prod([x.shape[i] for i in lc], dtype=np.int64))
+    xshape = bshape + (int(np.prod(lf, dtype=np.int64)), k)
+    yshape = bshape + (k, int(np.prod(rf, dtype=np.int64)))
+    out = bshape + lf + rf
+    if x.ndim == 2 and y.ndim == 2 and xperm == (0, 1) and yperm == (0, 1):
+        return np.matmul, True   # a plain matrix product
+    return (lambda a, b: np.matmul(np.transpose(a, xperm).reshape(xshape),
+                                   np.transpose(b, yperm).reshape(yshape)).reshape(out)), True
 
 
 # ----------------------------------------------------------------------------------------------
@@ -243,19 +290,45 @@ class NotHosted(Exception):
     """This segment, at these sizes, is XLA's."""
 
 
+def _calls():
+    """primitive -> the parameter holding the program it runs on its operands, for the
+    primitives whose evaluation is their program's (custom derivative and batching rules,
+    ``checkpoint``: their rules took effect at trace time). The host tier inlines them."""
+    global _CALLS
+    if _CALLS is None:
+        from ..transforms.custom import custom_jvp_call_p, custom_vjp_call_p
+        from ..transforms.custom_vmap import custom_vmap_call_p
+        from ..transforms.remat import checkpoint_p
+        _CALLS = {custom_jvp_call_p: "call_jaxpr", custom_vjp_call_p: "call_jaxpr",
+                  custom_vmap_call_p: "call_jaxpr", checkpoint_p: "jaxpr"}
+    return _CALLS
+
+
+_CALLS = None
+
+
 def straight_line(jaxpr: Jaxpr) -> bool:
-    """Whether the host tier may run ``jaxpr``: at most ``MAX_EQUATIONS`` equations, each
-    with an impl rule and none holding a nested program (loops, branches, custom rules)."""
-    if len(jaxpr.eqns) > MAX_EQUATIONS:
-        return False
-    for eqn in jaxpr.eqns:
-        if eqn.primitive not in impl_rules:
-            return False
-        for p in eqn.params.values():
-            if isinstance(p, (Jaxpr, ClosedJaxpr)) or (
-                    isinstance(p, (tuple, list)) and any(isinstance(q, (Jaxpr, ClosedJaxpr)) for q in p)):
+    """Whether the host tier may run ``jaxpr``: at most ``MAX_EQUATIONS`` equations (the
+    programs of inlined calls counted), each with an impl rule and none holding a nested
+    program (loops, branches) other than the calls it inlines."""
+    count = [0]
+
+    def walk(j) -> bool:
+        for eqn in j.eqns:
+            body = _calls().get(eqn.primitive)
+            if body is not None:
+                if not walk(eqn.params[body]):
+                    return False
+                continue
+            count[0] += 1
+            if eqn.primitive not in impl_rules or count[0] > MAX_EQUATIONS:
                 return False
-    return True
+            for p in eqn.params.values():
+                if isinstance(p, (Jaxpr, ClosedJaxpr)) or (
+                        isinstance(p, (tuple, list)) and any(isinstance(q, (Jaxpr, ClosedJaxpr)) for q in p)):
+                    return False
+        return True
+    return walk(jaxpr)
 
 
 def small(values: Sequence[Any]) -> bool:
@@ -276,11 +349,11 @@ class HostProgram:
     like ``runtime.Executable``: ``call_exact(runtime arguments)`` returns the list of
     results, each a new writable array."""
 
-    __slots__ = ("run", "in_avals", "_scalars", "equations", "direct", "estimate", "sizes",
+    __slots__ = ("run", "in_avals", "_scalars", "equations", "direct", "seconds", "sizes",
                  "source", "__weakref__")
     wait_interruptibly = False
 
-    def __init__(self, run, in_avals, equations, direct, estimate, sizes, source):
+    def __init__(self, run, in_avals, equations, direct, seconds, sizes, source):
         self.run = run
         self.in_avals = in_avals
         # a 0-d input takes its numpy scalar type, and a Python float or bool where that is
@@ -290,7 +363,7 @@ class HostProgram:
                               for a in in_avals)
         self.equations = equations   # how many equations a call runs, how many as direct calls
         self.direct = direct
-        self.estimate = estimate     # its estimated run time, in seconds
+        self.seconds = seconds       # its run time when it was built
         self.sizes = sizes           # the call's arguments as sizes and shapes (introspection)
         self.source = source         # the generated function's text
 
@@ -319,6 +392,34 @@ def _impl_kernel(eqn):
     return (lambda *xs: impl(*xs, **params)) if params else impl
 
 
+class _Step:
+    """One equation a host program runs: its kernel, and the slots it reads and writes."""
+    __slots__ = ("eqn", "kernel", "fresh", "ins", "outs")
+
+    def __init__(self, eqn, kernel, fresh, ins, outs):
+        self.eqn, self.kernel, self.fresh, self.ins, self.outs = eqn, kernel, fresh, ins, outs
+
+
+class _Record:
+    """The recorded run: a value per slot (a slot is a value of the program, wherever the
+    jaxprs of inlined calls name it), which slots are known when building (sizes, constants,
+    literals and values computed from them alone), and the steps that run at each call."""
+
+    def __init__(self):
+        self.values: List[Any] = []
+        self.known: List[bool] = []
+        self.steps: List[_Step] = []
+        self.broadcasting = set()   # the steps whose kernel is a ufunc (it broadcasts)
+        self.seconds = 0.0          # the estimated run time
+        self.direct = 0             # steps with a direct numpy call
+        self.floats = False         # whether a step computes with floats
+
+    def slot(self, value, known: bool) -> int:
+        self.values.append(value)
+        self.known.append(known)
+        return len(self.values) - 1
+
+
 def build(jaxpr: Jaxpr, consts: Sequence[Any], args: Sequence[Any], runtime: Sequence[int],
           sizes: Sequence[Any], force: bool = False) -> HostProgram:
     """The host program of ``jaxpr`` at these arguments (``runtime``: the positions that stay
@@ -326,164 +427,189 @@ def build(jaxpr: Jaxpr, consts: Sequence[Any], args: Sequence[Any], runtime: Seq
     (``force``: whatever it costs). ``sizes``: the arguments as sizes and shapes."""
     if not host_kernels:
         _register_kernels()
-    env: Dict[int, Any] = {}
-    folded = set()   # the variables whose value is known when building (sizes, constants)
-    for v, c in zip(jaxpr.constvars, consts):
-        env[id(v)] = c
-        folded.add(id(v))
+    rec = _Record()
     runtime_set = set(runtime)
+    scope = {id(v): rec.slot(c, True) for v, c in zip(jaxpr.constvars, consts)}
+    inputs = []
     for i, (v, a) in enumerate(zip(jaxpr.invars, args)):
-        env[id(v)] = a
-        if i not in runtime_set:
-            folded.add(id(v))
-
-    def read(a):
-        return a.val if isinstance(a, Literal) else env[id(a)]
-
-    steps = []       # (equation, kernel, fresh result) of the equations a call runs
-    broadcasting = set()   # the steps that are numpy ufuncs (they broadcast their operands)
-    seconds, direct, floats = 0.0, 0, False
+        scope[id(v)] = rec.slot(a, i not in runtime_set)
+        if i in runtime_set:
+            inputs.append(scope[id(v)])
     with np.errstate(all="ignore"):
-        for eqn in jaxpr.eqns:
-            ins = [read(a) for a in eqn.invars]
-            outs = impl_rules[eqn.primitive](*ins, **eqn.params)
-            outs = list(outs) if eqn.primitive.multiple_results else [outs]
-            if not force and not all(np.size(x) <= MAX_VALUE_ELEMENTS for x in outs):
-                raise NotHosted(f"a value of more than {MAX_VALUE_ELEMENTS} elements")
-            for v, x in zip(eqn.outvars, outs):
-                env[id(v)] = x
-            if all(isinstance(a, Literal) or id(a) in folded for a in eqn.invars):
-                folded.update(id(v) for v in eqn.outvars)   # computed from sizes and constants
-                continue
-            rule = None if eqn.primitive.multiple_results else host_kernels.get(eqn.primitive)
-            try:
-                chosen = rule(ins, outs, eqn.params) if rule is not None else None
-            except Exception:
-                chosen = None
-            if chosen is None:
-                steps.append((eqn, _impl_kernel(eqn), False))
-            else:
-                steps.append((eqn, chosen[0], chosen[1]))
-                broadcasting.update({len(steps) - 1} if len(chosen) > 2 and chosen[2] else ())
-                direct += 1
-            elements = sum(np.size(x) for x in outs)
-            name = eqn.primitive.name
-            if name.startswith("reduce_"):
-                elements += np.size(ins[0])
-            elif name == "dot_general" and np.ndim(ins[0]):   # the products
-                elements += np.size(outs[0]) * np.shape(ins[0])[-1]
-            floats = floats or any(np.asarray(x).dtype.kind in "fcV" for x in ins + outs)
-            if chosen is None:
-                fixed = IMPL_SECONDS
-            else:
-                fixed = VIEW_SECONDS if name in _VIEWS else DIRECT_SECONDS
-                elements = 0 if name in _VIEWS else elements
-            per = TRANSCENDENTAL_SECONDS if name in _TRANSCENDENTAL else ELEMENT_SECONDS
-            seconds += fixed + elements * per
-    if not force and seconds > BUDGET_SECONDS:
-        raise NotHosted(f"estimated {seconds * 1e6:.1f} us on the host")
-    steps = _lazy_broadcasts(jaxpr, steps, broadcasting, env)
-    expected = [np.asarray(read(v)) for v in jaxpr.outvars]
+        results = _record(jaxpr, scope, rec, force)
+    if not force and rec.seconds > PREFILTER * BUDGET_SECONDS:
+        raise NotHosted(f"estimated {rec.seconds * 1e6:.1f} us on the host")
+    _lazy_broadcasts(rec, results)
+    expected = [np.asarray(rec.values[k]) for k in results]
     in_avals = tuple(_Aval(np.shape(args[i]), jaxpr.invars[i].aval.dtype) for i in runtime)
-    inputs = [args[i] for i in runtime]
-    run, source = _generate(jaxpr, steps, env, folded, runtime, floats)
-    if not _agrees(run, inputs, expected, list(consts)):
-        steps = [(eqn, _impl_kernel(eqn), False) for eqn, _, _ in steps]
+    arguments = [args[i] for i in runtime]
+    out_avals = [v.aval for v in jaxpr.outvars]
+    run, source = _generate(rec, inputs, results, out_avals)
+    direct = rec.direct
+    if not _agrees(run, arguments, expected, list(consts)):
+        for step in rec.steps:
+            step.kernel, step.fresh = _impl_kernel(step.eqn), False
         direct = 0
-        run, source = _generate(jaxpr, steps, env, folded, runtime, floats)
-        if not _agrees(run, inputs, expected, list(consts)):
+        run, source = _generate(rec, inputs, results, out_avals)
+        if not _agrees(run, arguments, expected, list(consts)):
             raise NotHosted("the generated program disagrees with the impl rules")
-    return HostProgram(run, in_avals, len(steps), direct, seconds, list(sizes), source)
+    seconds = _timed(run, arguments)
+    if not force and seconds > BUDGET_SECONDS:
+        raise NotHosted(f"{seconds * 1e6:.1f} us on the host")
+    return HostProgram(run, in_avals, len(rec.steps), direct, seconds, list(sizes), source)
 
 
-def _lazy_broadcasts(jaxpr: Jaxpr, steps, broadcasting, env):
+def _timed(run, arguments, repeat: int = 3) -> float:
+    """The shortest of ``repeat`` runs, in seconds."""
+    best = float("inf")
+    for _ in range(repeat):
+        start = time.perf_counter()
+        run(*arguments)
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+def _record(jaxpr: Jaxpr, scope: Dict[int, int], rec: _Record, force: bool) -> List[int]:
+    """Evaluate ``jaxpr`` with the impl rules on the slots ``scope`` gives its inputs,
+    recording a step per equation that depends on the arguments (the programs of calls
+    inlined); returns the slots of its outputs."""
+    def slot(a) -> int:
+        if isinstance(a, Literal):
+            return rec.slot(np.asarray(a.val, a.aval.dtype), True)
+        return scope[id(a)]
+
+    for eqn in jaxpr.eqns:
+        in_slots = [slot(a) for a in eqn.invars]
+        body = _calls().get(eqn.primitive)
+        if body is not None:   # the call's program, inlined
+            program = eqn.params[body]
+            inner = {id(v): k for v, k in zip(program.invars, in_slots)}
+            out_slots = _record(program, inner, rec, force)
+            scope.update({id(v): k for v, k in zip(eqn.outvars, out_slots)})
+            continue
+        ins = [rec.values[k] for k in in_slots]   # (literals as 0-d arrays of their dtype)
+        outs = impl_rules[eqn.primitive](*ins, **eqn.params)
+        outs = list(outs) if eqn.primitive.multiple_results else [outs]
+        if not force and not all(np.size(x) <= MAX_VALUE_ELEMENTS for x in outs):
+            raise NotHosted(f"a value of more than {MAX_VALUE_ELEMENTS} elements")
+        known = all(rec.known[k] for k in in_slots)   # computed from sizes and constants alone
+        out_slots = [rec.slot(x, known) for x in outs]
+        scope.update({id(v): k for v, k in zip(eqn.outvars, out_slots)})
+        if known:
+            continue
+        rule = None if eqn.primitive.multiple_results else host_kernels.get(eqn.primitive)
+        try:
+            chosen = rule(ins, outs, eqn.params, [rec.known[k] for k in in_slots]) \
+                if rule is not None else None
+        except Exception:
+            chosen = None
+        if chosen is None:
+            rec.steps.append(_Step(eqn, _impl_kernel(eqn), False, in_slots, out_slots))
+        else:
+            rec.steps.append(_Step(eqn, chosen[0], chosen[1], in_slots, out_slots))
+            if len(chosen) > 2 and chosen[2]:
+                rec.broadcasting.add(len(rec.steps) - 1)
+            rec.direct += 1
+        rec.seconds += _estimate(eqn.primitive.name, chosen is not None, ins, outs)
+        rec.floats = rec.floats or any(np.asarray(x).dtype.kind in "fcV" for x in ins + outs)
+    return [slot(a) for a in jaxpr.outvars]
+
+
+def _estimate(name: str, direct: bool, ins, outs) -> float:
+    """The estimated time of one step: a fixed cost, and one per element it writes (or reads,
+    for a reduction; each product of a matrix product)."""
+    if not direct:
+        fixed = IMPL_SECONDS
+    elif name in _VIEWS:
+        return VIEW_SECONDS
+    else:
+        fixed = DIRECT_SECONDS
+    elements = sum(np.size(x) for x in outs)
+    if name.startswith("reduce_"):
+        elements += np.size(ins[0])
+    elif name == "dot_general" and np.ndim(ins[0]):
+        elements += np.size(outs[0]) * np.shape(ins[0])[-1]
+    return fixed + elements * (TRANSCENDENTAL_SECONDS if name in _TRANSCENDENTAL else ELEMENT_SECONDS)
+
+
+def _lazy_broadcasts(rec: _Record, results: Sequence[int]) -> None:
     """A broadcast whose result only ufuncs read becomes a reshape to its expanded rank
     (``np.broadcast_to`` costs ~2.5 us; the ufuncs broadcast anyway), wherever each such
     ufunc's operands still broadcast to its recorded result shape."""
     readers: Dict[int, List[int]] = {}
-    for k, (eqn, _, _) in enumerate(steps):
-        for a in eqn.invars:
-            if not isinstance(a, Literal):
-                readers.setdefault(id(a), []).append(k)
-    returned = {id(v) for v in jaxpr.outvars if not isinstance(v, Literal)}
-    shapes = {}   # var -> its shape once lazy
-    for k, (eqn, kernel, fresh) in enumerate(steps):
-        out = eqn.outvars[0]
-        if getattr(kernel, "lazy", None) is None or id(out) in returned:
+    for k, step in enumerate(rec.steps):
+        for slot in step.ins:
+            readers.setdefault(slot, []).append(k)
+    shapes = {}   # slot -> its shape once lazy
+    for step in rec.steps:
+        slot = step.outs[0]
+        if getattr(step.kernel, "lazy", None) is None or slot in results:
             continue
-        ks = readers.get(id(out), [])
-        if ks and all(j in broadcasting for j in ks):
-            shapes[id(out)] = kernel.lazy_shape
+        ks = readers.get(slot, [])
+        if ks and all(j in rec.broadcasting for j in ks):
+            shapes[slot] = step.kernel.lazy_shape
     changed = True
     while changed:   # drop a lazy broadcast where a reader would get the wrong shape
         changed = False
-        for j in broadcasting:
-            eqn = steps[j][0]
-            ins = [shapes.get(id(a), np.shape(a.val if isinstance(a, Literal) else env[id(a)]))
-                   for a in eqn.invars]
+        for j in rec.broadcasting:
+            step = rec.steps[j]
             try:
-                ok = np.broadcast_shapes(*ins) == np.shape(env[id(eqn.outvars[0])])
+                ok = np.broadcast_shapes(*[shapes.get(k, np.shape(rec.values[k])) for k in step.ins]) \
+                    == np.shape(rec.values[step.outs[0]])
             except ValueError:
                 ok = False
             if not ok:
-                lazy = [id(a) for a in eqn.invars if id(a) in shapes]
-                for v in lazy:
-                    del shapes[v]
+                lazy = [k for k in step.ins if k in shapes]
+                for k in lazy:
+                    del shapes[k]
                 changed = changed or bool(lazy)
-    return [(eqn, kernel.lazy if id(eqn.outvars[0]) in shapes else kernel, fresh)
-            for eqn, kernel, fresh in steps]
+    for step in rec.steps:
+        if step.outs[0] in shapes:
+            step.kernel = step.kernel.lazy
 
 
-def _generate(jaxpr: Jaxpr, steps, env, folded, runtime, floats: bool):
-    """The Python function that runs ``steps`` (see ``build``), and its text."""
+def _generate(rec: _Record, inputs: Sequence[int], results: Sequence[int], out_avals):
+    """The Python function that runs the recorded steps on the runtime arguments (the slots
+    ``inputs``) and returns the slots ``results`` as new arrays, and its text."""
     names: Dict[int, str] = {}
     scope: Dict[str, Any] = {"_np_array": np.array}
-    fresh_vars = set()
 
     def constant(value) -> str:
         name = f"c{len(scope)}"
         scope[name] = value
         return name
 
-    def ref(a) -> str:
-        if isinstance(a, Literal):
-            return constant(np.asarray(a.val, a.aval.dtype))
-        name = names.get(id(a))
+    def ref(slot: int) -> str:
+        name = names.get(slot)
         if name is None:   # a size, a constant or a value computed from them alone
-            name = names[id(a)] = constant(env[id(a)])
+            name = names[slot] = constant(rec.values[slot])
         return name
 
     params, lines = [], []
-    for k, i in enumerate(runtime):
-        names[id(jaxpr.invars[i])] = f"a{k}"
+    for k, slot in enumerate(inputs):
+        names[slot] = f"a{k}"
         params.append(f"a{k}")
-        aval = jaxpr.invars[i].aval
-        if aval.shape == ():   # a Python scalar, or a 0-d array: a numpy scalar of the dtype
-            lines.append(f"a{k} = {constant(np.dtype(aval.dtype).type)}(a{k})")
-    for n, (eqn, kernel, fresh) in enumerate(steps):
-        args = ", ".join(ref(a) for a in eqn.invars)
-        outs = []
-        for v in eqn.outvars:
-            names[id(v)] = f"v{len(names)}"
-            outs.append(names[id(v)])
-            if fresh:
-                fresh_vars.add(id(v))
-        k = constant(kernel)
-        target = outs[0] if not eqn.primitive.multiple_results else ", ".join(outs) + ("," if len(outs) == 1 else "")
-        lines.append(f"{target} = {k}({args})")
-    results, returned = [], set()
-    for v in jaxpr.outvars:
-        if isinstance(v, Literal):
-            results.append(f"_np_array({ref(v)})")
-            continue
-        name = ref(v)
-        if id(v) in fresh_vars and id(v) not in returned and v.aval.shape != ():
-            results.append(name)   # a new array no other result holds
+        if np.shape(rec.values[slot]) == ():   # a Python scalar or a 0-d array: a numpy scalar
+            lines.append(f"a{k} = {constant(np.asarray(rec.values[slot]).dtype.type)}(a{k})")
+    fresh = set()
+    for step in rec.steps:
+        for slot in step.outs:
+            names[slot] = f"v{slot}"
+            if step.fresh:
+                fresh.add(slot)
+        target = names[step.outs[0]] if not step.eqn.primitive.multiple_results else \
+            ", ".join(names[k] for k in step.outs) + ("," if len(step.outs) == 1 else "")
+        lines.append(f"{target} = {constant(step.kernel)}({', '.join(ref(k) for k in step.ins)})")
+    returned, seen = [], set()
+    for slot, aval in zip(results, out_avals):
+        name = ref(slot)
+        if slot in fresh and slot not in seen and aval.shape != ():
+            returned.append(name)   # a new array no other result holds
         else:
-            results.append(f"_np_array({name}, {constant(np.dtype(v.aval.dtype))})")
-        returned.add(id(v))
-    body = lines + [f"return [{', '.join(results)}]"]
-    quiet = _quiet_floats() if floats else None
+            returned.append(f"_np_array({name}, {constant(np.dtype(aval.dtype))})")
+        seen.add(slot)
+    body = lines + [f"return [{', '.join(returned)}]"]
+    quiet = _quiet_floats() if rec.floats else None
     if quiet is not None:   # numpy would warn about inf - inf and the like; XLA never does
         scope["_set"], scope["_reset"], scope["_ignore"] = quiet
         body = ["_token = _set(_ignore)", "try:"] + ["    " + line for line in body] + \
@@ -491,7 +617,7 @@ def _generate(jaxpr: Jaxpr, steps, env, folded, runtime, floats: bool):
     source = f"def run({', '.join(params)}):\n" + "".join(f"    {line}\n" for line in body)
     exec(compile(source, "<dynjax host program>", "exec"), scope)
     run = scope["run"]
-    if floats and quiet is None:
+    if rec.floats and quiet is None:
         run = np.errstate(all="ignore")(run)   # (the decorator: a context per call, thread-safe)
     return run, source
 

@@ -192,7 +192,7 @@ class Segment:
             return _NOT_HOSTED
         self.stats.host_programs += 1
         explain.maybe(explain.recompiles, lambda: f"host program of {host.equations} numpy calls "
-                      f"({host.direct} direct), estimated {host.estimate * 1e6:.1f} us: "
+                      f"({host.direct} direct), {host.seconds * 1e6:.1f} us: "
                       f"{self._describe_key(self._key(args))}")
         return host
 
