@@ -340,3 +340,36 @@ def test_custom_rules_and_checkpoint_are_inlined_and_gradients_run_on_the_host()
     bumped[k] += eps
     fd = (dynjax.qjit(loss)(bumped, x) - dynjax.qjit(loss)(w, x)) / eps
     np.testing.assert_allclose(grad[k], fd, rtol=1e-4)
+
+
+def test_python_ints_take_the_fast_path_and_out_of_range_ones_are_errors():
+    f = dynjax.qjit(lambda x, k: x * k)
+    x = np.ones(2)
+    for k in (3, 4, 5):
+        np.testing.assert_array_equal(f(x, k), [k, k])
+    assert f._fast_plan([x, 5]) is not None and f.cache_info()["host_runs"] == 3
+    with pytest.raises(OverflowError):
+        f(x, 2**64)
+    np.testing.assert_array_equal(f(x, -7), [-7.0, -7.0])
+
+
+def test_a_compiled_bucket_serves_a_new_size_until_it_recurs():
+    from dynjax.execution.tiers import wait_for_background
+    before = os.environ.get("DYNJAX_COMPILE_AHEAD")
+    os.environ["DYNJAX_COMPILE_AHEAD"] = "1"
+    try:
+        f = dynjax.qjit(lambda x: jnp.cumsum(x) * 2.0, abstracted_axes={0: "n"})
+        for n in (3, 5):      # nothing compiled: both built for the host; the second queues buckets
+            np.testing.assert_array_equal(f(np.arange(n, dtype=float)), np.cumsum(np.arange(n)) * 2.0)
+        wait_for_background()
+        info = f.cache_info()
+        assert (info["host_programs"], info["padded_compilations"]) == (2, 2), info
+        for k in range(3):    # met once: the bucket; met again: built for the host
+            np.testing.assert_array_equal(f(np.arange(7.0)), np.cumsum(np.arange(7.0)) * 2.0)
+        info = f.cache_info()
+        assert (info["host_programs"], info["padded_runs"], info["host_runs"]) == (3, 1, 4), info
+    finally:
+        if before is None:
+            del os.environ["DYNJAX_COMPILE_AHEAD"]
+        else:
+            os.environ["DYNJAX_COMPILE_AHEAD"] = before

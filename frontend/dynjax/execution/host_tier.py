@@ -356,9 +356,9 @@ class HostProgram:
     def __init__(self, run, in_avals, equations, direct, seconds, sizes, source):
         self.run = run
         self.in_avals = in_avals
-        # a 0-d input takes its numpy scalar type, and a Python float or bool where that is
-        # the dtype (the generated function converts it; a Python int may not fit: the
-        # checked path says so)
+        # a 0-d input takes its numpy scalar type, and the Python scalar of float64, int64
+        # and bool (the generated function converts it; an int out of range is numpy's
+        # OverflowError)
         self._scalars = tuple((a.dtype.type,) + _PYTHON_SCALARS.get(a.dtype, ()) if a.shape == () else ()
                               for a in in_avals)
         self.equations = equations   # how many equations a call runs, how many as direct calls
@@ -384,7 +384,7 @@ class HostProgram:
         return self._scalars[i]
 
 
-_PYTHON_SCALARS = {np.dtype(np.float64): (float,), np.dtype(bool): (bool,)}
+_PYTHON_SCALARS = {np.dtype(np.float64): (float,), np.dtype(np.int64): (int,), np.dtype(bool): (bool,)}
 
 
 def _impl_kernel(eqn):
@@ -615,13 +615,20 @@ def _generate(rec: _Record, inputs: Sequence[int], results: Sequence[int], out_a
         body = ["_token = _set(_ignore)", "try:"] + ["    " + line for line in body] + \
             ["finally:", "    _reset(_token)"]
     source = f"def run({', '.join(params)}):\n" + "".join(f"    {line}\n" for line in body)
-    exec(compile(source, "<dynjax host program>", "exec"), scope)
+    code = _CODE.get(source)   # the same program at other sizes has the same text
+    if code is None:
+        code = compile(source, "<dynjax host program>", "exec")
+        if len(_CODE) >= 256:
+            _CODE.clear()
+        _CODE[source] = code
+    exec(code, scope)
     run = scope["run"]
     if rec.floats and quiet is None:
         run = np.errstate(all="ignore")(run)   # (the decorator: a context per call, thread-safe)
     return run, source
 
 
+_CODE: Dict[str, Any] = {}   # generated text -> its code object (compiling it costs ~80 us)
 _QUIET: List[Any] = []
 
 

@@ -174,8 +174,21 @@ class Segment:
             if pol != "always" and not (host_tier.small(args) and
                                         all(int(args[i]) <= host_tier.MAX_ELEMENTS for i in self.baked)):
                 return None
+            if pol != "always" and self.calls_at.get(key) is None and self._compiled_bucket_holds(args):
+                return None   # the bucket serves a size met once; a size that recurs is built
+            first = not len(self.hosted)
             host = self.hosted.get_or_fill(key, lambda: self._build_host(args, pol == "always"))
+            if not first and self.paddable and host is not _NOT_HOSTED:
+                self._queue_own_bucket(args)   # a second size: a stream of sizes may follow
         return None if host is _NOT_HOSTED else host
+
+    def _compiled_bucket_holds(self, args) -> bool:
+        """Whether a compiled padded program holds these sizes (its own bucket or a larger
+        one)."""
+        if not self.paddable or not len(self.padded):
+            return False
+        bounds = [bucket(int(args[i])) for i in self.baked]
+        return any(all(x >= y for x, y in zip(b, bounds)) for b in self.padded.keys())
 
     def _build_host(self, args, force: bool):
         if self._check(args) is not None:   # blocks of different lengths: the padded program
