@@ -17,13 +17,14 @@ computes for those dtypes, or None; the impl rule itself is the kernel otherwise
 generated function is checked once against the recorded values, bit for bit, before it
 serves a call (a mismatch falls back to the impl rules).
 
-When: the segment is straight-line (no equation holds a nested program other than the
-calls it inlines: custom derivative and batching rules, ``checkpoint``), its arguments,
+When: the segment is straight-line on its arguments (a loop or branch whose operands are
+only sizes and constants is evaluated when building, within ``RECORD_EQUATIONS``, and folded
+into a constant; the calls of custom derivative and batching rules and ``checkpoint`` are
+inlined), its arguments,
 constants and sizes hold at most ``MAX_ELEMENTS`` elements each (and no value it computes
-more than ``MAX_VALUE_ELEMENTS``), its estimated time (a fixed cost per equation, more for
-an impl rule than for a direct call, plus a cost per element) is at most ``PREFILTER``
-budgets, and the generated function, timed when it is built (the shortest of three runs),
-takes at most ``BUDGET_SECONDS``. Results are numpy's, as eager
+more than ``MAX_VALUE_ELEMENTS``), and its estimated time (a fixed cost per equation, more
+for an impl rule than for a direct call, plus a cost per element) is at most
+``BUDGET_SECONDS``: the same decision on every run and machine. Results are numpy's, as eager
 dynjax's: transcendental functions within a few ulps of XLA's, subnormals kept where XLA's
 CPU code flushes them (``tests/test_eager_vs_compiled.py``); they never share memory with
 the arguments.
@@ -33,12 +34,13 @@ the arguments.
 """
 from __future__ import annotations
 
+import itertools
 import os
-import time
 from typing import Any, Callable, Dict, List, Sequence
 
 import numpy as np
 
+from ..core.interpret import Interrupted, interruptible
 from ..core.jaxpr import ClosedJaxpr, Jaxpr, Literal
 from ..core.primitive import Primitive, impl_rules
 
@@ -47,16 +49,19 @@ from ..core.primitive import Primitive, impl_rules
 MAX_ELEMENTS = 1024
 #: and no value it computes (a broadcast, an outer product) more than this many
 MAX_VALUE_ELEMENTS = 16 * MAX_ELEMENTS
+#: a build gives up when evaluating the program takes more equations than this (loops on
+#: sizes are evaluated then, folded into constants; a count, not a time, so that the decision
+#: is the same on every run)
+RECORD_EQUATIONS = 20000
 #: at most this many equations
 MAX_EQUATIONS = 64
-#: the host runs a program whose run (timed when it is built: the shortest of 3) takes at
-#: most this (on a 2-core x86 machine, an XLA run of a small program takes ~7.5 us through
-#: the dispatch table, which adds ~1 us to either)
+#: the host runs a program whose estimated time is at most this (on a 2-core x86 machine an
+#: XLA run of a small program takes ~7.5 us through the dispatch table, which adds ~1 us to
+#: either). An estimate rather than a timing, so that which tier serves a program at given
+#: sizes, and so the last bits of its results, do not depend on the machine's load.
 BUDGET_SECONDS = 6e-6
-#: a program whose estimated time (below) is above this many budgets is not built at all
-PREFILTER = 3
-#: estimated cost of one equation: a direct numpy call, a view (reshape, squeeze, a
-#: broadcast that the ufuncs reading it do themselves), an impl rule
+#: estimated cost of one equation (measured on that machine): a direct numpy call, a view
+#: (reshape, squeeze, a broadcast that the ufuncs reading it do themselves), an impl rule
 DIRECT_SECONDS = 0.6e-6
 VIEW_SECONDS = 0.2e-6
 IMPL_SECONDS = 3e-6
@@ -307,10 +312,19 @@ def _calls():
 _CALLS = None
 
 
+def _nested(eqn) -> bool:
+    """Whether the equation holds a program of its own (a loop, a branch, a call)."""
+    for p in eqn.params.values():
+        if isinstance(p, (Jaxpr, ClosedJaxpr)) or (
+                isinstance(p, (tuple, list)) and any(isinstance(q, (Jaxpr, ClosedJaxpr)) for q in p)):
+            return True
+    return False
+
+
 def straight_line(jaxpr: Jaxpr) -> bool:
-    """Whether the host tier may run ``jaxpr``: at most ``MAX_EQUATIONS`` equations (the
-    programs of inlined calls counted), each with an impl rule and none holding a nested
-    program (loops, branches) other than the calls it inlines."""
+    """Whether the host tier may try ``jaxpr``: at most ``MAX_EQUATIONS`` equations (the
+    programs of inlined calls counted), each with an impl rule. (A loop or branch must have
+    only sizes and constants as operands, so that it folds into a constant: ``build``.)"""
     count = [0]
 
     def walk(j) -> bool:
@@ -323,10 +337,6 @@ def straight_line(jaxpr: Jaxpr) -> bool:
             count[0] += 1
             if eqn.primitive not in impl_rules or count[0] > MAX_EQUATIONS:
                 return False
-            for p in eqn.params.values():
-                if isinstance(p, (Jaxpr, ClosedJaxpr)) or (
-                        isinstance(p, (tuple, list)) and any(isinstance(q, (Jaxpr, ClosedJaxpr)) for q in p)):
-                    return False
         return True
     return walk(jaxpr)
 
@@ -363,7 +373,7 @@ class HostProgram:
                               for a in in_avals)
         self.equations = equations   # how many equations a call runs, how many as direct calls
         self.direct = direct
-        self.seconds = seconds       # its run time when it was built
+        self.seconds = seconds       # its estimated run time
         self.sizes = sizes           # the call's arguments as sizes and shapes (introspection)
         self.source = source         # the generated function's text
 
@@ -435,9 +445,14 @@ def build(jaxpr: Jaxpr, consts: Sequence[Any], args: Sequence[Any], runtime: Seq
         scope[id(v)] = rec.slot(a, i not in runtime_set)
         if i in runtime_set:
             inputs.append(scope[id(v)])
-    with np.errstate(all="ignore"):
-        results = _record(jaxpr, scope, rec, force)
-    if not force and rec.seconds > PREFILTER * BUDGET_SECONDS:
+    evaluated = itertools.count()
+    try:
+        with np.errstate(all="ignore"), interruptible(
+                lambda: not force and next(evaluated) > RECORD_EQUATIONS):
+            results = _record(jaxpr, scope, rec, force)
+    except Interrupted:   # a loop on sizes that runs long: XLA's
+        raise NotHosted(f"evaluating it takes more than {RECORD_EQUATIONS} equations") from None
+    if not force and rec.seconds > BUDGET_SECONDS:
         raise NotHosted(f"estimated {rec.seconds * 1e6:.1f} us on the host")
     _lazy_broadcasts(rec, results)
     expected = [np.asarray(rec.values[k]) for k in results]
@@ -453,20 +468,7 @@ def build(jaxpr: Jaxpr, consts: Sequence[Any], args: Sequence[Any], runtime: Seq
         run, source = _generate(rec, inputs, results, out_avals)
         if not _agrees(run, arguments, expected, list(consts)):
             raise NotHosted("the generated program disagrees with the impl rules")
-    seconds = _timed(run, arguments)
-    if not force and seconds > BUDGET_SECONDS:
-        raise NotHosted(f"{seconds * 1e6:.1f} us on the host")
-    return HostProgram(run, in_avals, len(rec.steps), direct, seconds, list(sizes), source)
-
-
-def _timed(run, arguments, repeat: int = 3) -> float:
-    """The shortest of ``repeat`` runs, in seconds."""
-    best = float("inf")
-    for _ in range(repeat):
-        start = time.perf_counter()
-        run(*arguments)
-        best = min(best, time.perf_counter() - start)
-    return best
+    return HostProgram(run, in_avals, len(rec.steps), direct, rec.seconds, list(sizes), source)
 
 
 def _record(jaxpr: Jaxpr, scope: Dict[int, int], rec: _Record, force: bool) -> List[int]:
@@ -488,11 +490,13 @@ def _record(jaxpr: Jaxpr, scope: Dict[int, int], rec: _Record, force: bool) -> L
             scope.update({id(v): k for v, k in zip(eqn.outvars, out_slots)})
             continue
         ins = [rec.values[k] for k in in_slots]   # (literals as 0-d arrays of their dtype)
+        known = all(rec.known[k] for k in in_slots)   # computed from sizes and constants alone
+        if not known and _nested(eqn):
+            raise NotHosted(f"a {eqn.primitive.name} on the arguments")
         outs = impl_rules[eqn.primitive](*ins, **eqn.params)
         outs = list(outs) if eqn.primitive.multiple_results else [outs]
         if not force and not all(np.size(x) <= MAX_VALUE_ELEMENTS for x in outs):
             raise NotHosted(f"a value of more than {MAX_VALUE_ELEMENTS} elements")
-        known = all(rec.known[k] for k in in_slots)   # computed from sizes and constants alone
         out_slots = [rec.slot(x, known) for x in outs]
         scope.update({id(v): k for v, k in zip(eqn.outvars, out_slots)})
         if known:
