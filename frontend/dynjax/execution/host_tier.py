@@ -21,8 +21,9 @@ When: the segment is straight-line on its arguments (a loop or branch whose oper
 only sizes and constants is evaluated when building, within ``RECORD_EQUATIONS``, and folded
 into a constant; the calls of custom derivative and batching rules and ``checkpoint`` are
 inlined), its arguments,
-constants and sizes hold at most ``MAX_ELEMENTS`` elements each (and no value it computes
-more than ``MAX_VALUE_ELEMENTS``), and its estimated time (a fixed cost per equation, more
+constants and sizes hold at most ``MAX_ELEMENTS`` elements each (no value it computes more
+than ``MAX_VALUE_ELEMENTS``, its folded constants at most ``MAX_HELD_BYTES``), and its
+estimated time (a fixed cost per equation, more
 for an impl rule than for a direct call, plus a cost per element) is at most
 ``BUDGET_SECONDS``: the same decision on every run and machine. Results are numpy's, as eager
 dynjax's: transcendental functions within a few ulps of XLA's, subnormals kept where XLA's
@@ -49,6 +50,8 @@ from ..core.primitive import Primitive, impl_rules
 MAX_ELEMENTS = 1024
 #: and no value it computes (a broadcast, an outer product) more than this many
 MAX_VALUE_ELEMENTS = 16 * MAX_ELEMENTS
+#: and the constants a host program holds (folded values) at most this many bytes
+MAX_HELD_BYTES = 1 << 18
 #: a build gives up when evaluating the program takes more equations than this (loops on
 #: sizes are evaluated then, folded into constants; a count, not a time, so that the decision
 #: is the same on every run)
@@ -583,10 +586,16 @@ def _generate(rec: _Record, inputs: Sequence[int], results: Sequence[int], out_a
         scope[name] = value
         return name
 
+    held = [0]   # bytes of the constants the function holds
+
     def ref(slot: int) -> str:
         name = names.get(slot)
         if name is None:   # a size, a constant or a value computed from them alone
-            name = names[slot] = constant(rec.values[slot])
+            value = rec.values[slot]
+            held[0] += getattr(value, "nbytes", 0)
+            if held[0] > MAX_HELD_BYTES:
+                raise NotHosted(f"its constants take more than {MAX_HELD_BYTES} bytes")
+            name = names[slot] = constant(value)
         return name
 
     params, lines = [], []
