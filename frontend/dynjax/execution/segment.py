@@ -176,10 +176,7 @@ class Segment:
                 return None
             if pol != "always" and self.calls_at.get(key) is None and self._compiled_bucket_holds(args):
                 return None   # the bucket serves a size met once; a size that recurs is built
-            first = not len(self.hosted)
             host = self.hosted.get_or_fill(key, lambda: self._build_host(args, pol == "always"))
-            if not first and self.paddable and host is not _NOT_HOSTED:
-                self._queue_own_bucket(args)   # a second size: a stream of sizes may follow
         return None if host is _NOT_HOSTED else host
 
     def _compiled_bucket_holds(self, args) -> bool:
