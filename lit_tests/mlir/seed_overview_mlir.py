@@ -1,6 +1,8 @@
 # RUN: %PYTHON %s | filecheck %s
 # The seed's overview program lowered: the size is a leading tensor<i64> argument, arrays
-# are tensor<?xf64>, the loop is a stablehlo.while carrying its constants. The exact-size
+# are tensor<?xf64>, the loop is a stablehlo.while carrying its counter and its state (the
+# bound and the step are used from above; the constant step gives a condition of one
+# comparison, with no select on the step's sign). The exact-size
 # tier is asked for, so that mlir_specialized shows the specialization to sz = 5.
 import os
 os.environ["DYNJAX_TIERS"] = "exact"
@@ -26,9 +28,10 @@ print(circuit.mlir)
 # CHECK: %[[SHAPE:.*]] = stablehlo.reshape %[[SZ]] : (tensor<i64>) -> tensor<1xi64>
 # CHECK: %[[A0:.*]] = stablehlo.dynamic_broadcast_in_dim %{{.*}}, %[[SHAPE]], dims = [] : (tensor<f64>, tensor<1xi64>) -> tensor<?xf64>
 # CHECK: stablehlo.while
-# CHECK-SAME: tensor<i64>, tensor<i64>, tensor<i64>, tensor<?xf64>
+# CHECK-SAME: (%{{.*}} = %{{.*}}, %{{.*}} = %{{.*}}) : tensor<i64>, tensor<?xf64>
 # CHECK: cond {
-# CHECK: stablehlo.compare LT
+# CHECK-NEXT: stablehlo.compare LT
+# CHECK-NEXT: stablehlo.return
 # CHECK: } do {
 # CHECK: stablehlo.add %{{.*}}, %{{.*}} : tensor<?xf64>
 # CHECK: stablehlo.return

@@ -45,25 +45,46 @@ def _scalar_i64() -> ir.Type:
 @register_lowering(for_loop_p)
 def _for_loop(ctx, eqn, *args, body_jaxpr, body_nconsts, nimplicit, apply_reverse_transform,
               preserve_dimensions):
+    """A ``stablehlo.while`` that carries the counter and the loop's state; the bound and the
+    step are used from above (they do not change). A constant step gives the condition one
+    comparison, as jax's ``fori_loop`` has: XLA's CPU runtime runs each op of the condition
+    as a step of its own at every iteration (a 10-step loop over 557 elements ran in 37 us
+    against jax's 15 with the direction chosen on the device)."""
     nc = body_nconsts
     consts, (lower, upper, step, _), carries = args[:nc], args[nc:nc + 4], args[nc + 4:]
     body_types = [ir_type(v.aval) for v in body_jaxpr.invars]
-    carry_types = [_scalar_i64()] * 3 + body_types[nc + 1:]
+    carry_types = [_scalar_i64()] + body_types[nc + 1:]
+    sign = _constant_sign(step)
 
     def cond_fn(c, a):
-        i, up, st = a[:3]
-        up_cond = c.compare(i, up, "LT")
-        down_cond = c.compare(i, up, "GT")
-        positive = c.compare(st, c.constant(0, _I64), "GT")
+        i = a[0]
+        if sign is not None:   # (a zero step counts down, as the select below has it)
+            return c.compare(i, upper, "LT" if sign > 0 else "GT")
+        up_cond = c.compare(i, upper, "LT")
+        down_cond = c.compare(i, upper, "GT")
+        positive = c.compare(step, c.constant(0, _I64), "GT")
         return hlo.SelectOp(positive, up_cond, down_cond).result
 
     def body_fn(c, a):
-        i, up, st = a[:3]
-        outs = c.lower_jaxpr(body_jaxpr, list(consts) + [i] + list(a[3:]))
-        return [hlo.AddOp(i, st).result, up, st] + list(outs)
+        i = a[0]
+        outs = c.lower_jaxpr(body_jaxpr, list(consts) + [i] + list(a[1:]))
+        return [hlo.AddOp(i, step).result] + list(outs)
 
-    res = _while(ctx, carry_types, [lower, upper, step] + list(carries), cond_fn, body_fn)
-    return _passthrough(eqn, res[3:], args)
+    res = _while(ctx, carry_types, [lower] + list(carries), cond_fn, body_fn)
+    return _passthrough(eqn, res[1:], args)
+
+
+def _constant_sign(value: ir.Value):
+    """-1, 0 or 1: the sign of a scalar ``stablehlo.constant`` (None for any other value)."""
+    try:
+        op = value.owner
+        if op.name != "stablehlo.constant":
+            return None
+        attr = ir.DenseIntElementsAttr(op.attributes["value"])
+        v = int(attr[0]) if len(attr) else int(attr.get_splat_value())
+    except Exception:
+        return None
+    return (v > 0) - (v < 0)
 
 
 @register_lowering(while_loop_p)
