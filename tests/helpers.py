@@ -207,3 +207,24 @@ def examples(n: int) -> int:
     ``thorough``: ten times; see conftest.py)."""
     from hypothesis import settings
     return max(1, round(n * settings.default.max_examples / 100))
+
+
+def in_threads(work: Callable[[Any], None], args: Sequence[Any]) -> None:
+    """Run ``work(a)`` for every ``a`` of ``args``, each on a thread of its own, all at once;
+    re-raise the first failure once every thread has ended."""
+    import threading
+    errors = []
+
+    def run(a):
+        try:
+            work(a)
+        except BaseException as e:   # reported below, on the test's thread
+            errors.append(e)
+    threads = [threading.Thread(target=run, args=(a,)) for a in args]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    if errors:
+        raise errors[0]
+

@@ -13,7 +13,6 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-import threading
 import warnings
 
 import numpy as np
@@ -23,7 +22,7 @@ from hypothesis import given, settings, strategies as st
 import dynjax
 import dynjax.numpy as jnp
 from dynjax.execution import host_tier
-from helpers import examples
+from helpers import examples, in_threads
 
 import test_eager_vs_compiled as evc
 
@@ -221,23 +220,14 @@ def test_introspection_compiles_what_it_shows():
 
 def test_threads_share_host_programs():
     f = dynjax.qjit(lambda x, y: jnp.tanh(x) * y, abstracted_axes=({0: "n"}, {0: "n"}))
-    errors = []
 
     def work(seed):
         rng = np.random.default_rng(seed)
-        try:
-            for _ in range(200):
-                n = int(rng.integers(0, 8))
-                x, y = rng.normal(size=n), rng.normal(size=n)
-                np.testing.assert_allclose(f(x, y), np.tanh(x) * y, rtol=1e-15)
-        except Exception as e:   # pragma: no cover - reported below
-            errors.append(e)
-    threads = [threading.Thread(target=work, args=(s,)) for s in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert not errors
+        for _ in range(200):
+            n = int(rng.integers(0, 8))
+            x, y = rng.normal(size=n), rng.normal(size=n)
+            np.testing.assert_allclose(f(x, y), np.tanh(x) * y, rtol=1e-15)
+    in_threads(work, range(4))
     assert f.cache_info()["host_programs"] <= 8 and f.cache_info()["compilations"] == 0
 
 

@@ -9,7 +9,6 @@ values are compared with tolerances, and decompositions also by reconstruction
 """
 from __future__ import annotations
 
-import threading
 
 import numpy as np
 import pytest
@@ -17,6 +16,7 @@ import pytest
 import dynjax
 import dynjax.numpy as jnp
 from dynjax.lax import linalg as L
+from helpers import in_threads
 
 DTYPES = [np.float32, np.float64, np.complex64, np.complex128]
 SQUARE = {0: "n", 1: "n"}
@@ -408,27 +408,18 @@ def test_cost_rules():
 def test_threads_share_one_compiled_function():
     f = dynjax.qjit(lambda a, b: (jnp.linalg.solve(a, b), jnp.linalg.det(a), jnp.linalg.eigh(a + a.T)[0]),
                     abstracted_axes=(SQUARE, {0: "n"}))
-    errors = []
 
     def work(seed):
         rng = np.random.default_rng(seed)
-        try:
-            for i in range(12):
-                n = (seed + i) % 5 + 1
-                a = rng.normal(size=(n, n)) + 3 * np.eye(n)
-                b = rng.normal(size=n)
-                x, d, w = f(a, b)
-                np.testing.assert_allclose(x, np.linalg.solve(a, b), rtol=1e-9, atol=1e-10)
-                np.testing.assert_allclose(d, np.linalg.det(a), rtol=1e-9)
-                np.testing.assert_allclose(w, np.linalg.eigvalsh(a + a.T), rtol=1e-9, atol=1e-10)
-        except Exception as e:   # pragma: no cover - reported below
-            errors.append(e)
-    threads = [threading.Thread(target=work, args=(s,)) for s in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert not errors, errors
+        for i in range(12):
+            n = (seed + i) % 5 + 1
+            a = rng.normal(size=(n, n)) + 3 * np.eye(n)
+            b = rng.normal(size=n)
+            x, d, w = f(a, b)
+            np.testing.assert_allclose(x, np.linalg.solve(a, b), rtol=1e-9, atol=1e-10)
+            np.testing.assert_allclose(d, np.linalg.det(a), rtol=1e-9)
+            np.testing.assert_allclose(w, np.linalg.eigvalsh(a + a.T), rtol=1e-9, atol=1e-10)
+    in_threads(work, range(4))
     assert f.cache_info()["traces"] == 1
 
 
