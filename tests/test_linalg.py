@@ -9,7 +9,6 @@ values are compared with tolerances, and decompositions also by reconstruction
 """
 from __future__ import annotations
 
-
 import numpy as np
 import pytest
 

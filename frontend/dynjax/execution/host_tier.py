@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import threading
 from typing import Any, Callable, Dict, List, Sequence
 
 import numpy as np
@@ -129,7 +130,19 @@ def _ufunc(fn, dtypes):
     return rule
 
 
+_REGISTERED: List[bool] = []   # (non-empty once ``host_kernels`` is filled)
+_REGISTER_LOCK = threading.Lock()
+
+
 def _register_kernels():
+    """Fill ``host_kernels`` (once, whatever the threads: a build never sees half a table)."""
+    with _REGISTER_LOCK:
+        if not _REGISTERED:
+            _fill_kernels()
+            _REGISTERED.append(True)
+
+
+def _fill_kernels():
     from ..lax import primitives as P
     floats, numbers = _FLOATS, _FLOATS + _COMPLEX + _INTS
     for name, fn in [("neg", np.negative), ("exp", np.exp), ("log", np.log), ("expm1", np.expm1),
@@ -438,7 +451,7 @@ def build(jaxpr: Jaxpr, consts: Sequence[Any], args: Sequence[Any], runtime: Seq
     """The host program of ``jaxpr`` at these arguments (``runtime``: the positions that stay
     arguments; the others are sizes, baked in), or ``NotHosted`` when it would not pay
     (``force``: whatever it costs). ``sizes``: the arguments as sizes and shapes."""
-    if not host_kernels:
+    if not _REGISTERED:
         _register_kernels()
     rec = _Record()
     runtime_set = set(runtime)
