@@ -109,7 +109,7 @@ _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
 _COMPLEX = (np.dtype(np.complex64), np.dtype(np.complex128))
 _INTS = tuple(np.dtype(t) for t in (np.int8, np.int16, np.int32, np.int64,
                                     np.uint8, np.uint16, np.uint32, np.uint64))
-_VIEWS = {"reshape", "squeeze", "broadcast_in_dim", "transpose"}
+_VIEWS = {"reshape", "squeeze", "broadcast_in_dim", "transpose", "slice"}
 _TRANSCENDENTAL = {"exp", "log", "log1p", "expm1", "sin", "cos", "tan", "asin", "acos", "atan",
                    "sinh", "cosh", "tanh", "atan2", "pow", "logistic"}
 
@@ -175,6 +175,10 @@ def _fill_kernels():
     host_kernels[P.squeeze_p] = _squeeze
     host_kernels[P.transpose_p] = _transpose
     host_kernels[P.dot_general_p] = _dot_general
+    host_kernels[P.integer_pow_p] = _integer_pow
+    host_kernels[P.logistic_p] = _logistic
+    host_kernels[P.slice_p] = _slice
+    host_kernels[P.concatenate_p] = _concatenate
 
 
 def _extremum(ufunc, name):
@@ -301,6 +305,47 @@ def _dot_general(ins, outs, params, known):
         return np.matmul, True   # a plain matrix product
     return (lambda a, b: np.matmul(np.transpose(a, xperm).reshape(xshape),
                                    np.transpose(b, yperm).reshape(yshape)).reshape(out)), True
+
+
+def _integer_pow(ins, outs, params, known):
+    """The impl's square-and-multiply (one rounding per product, ``x ** 3`` is ``x * (x * x)``),
+    with ``np.multiply`` (which never warns, unlike ``*`` on numpy's integer scalars)."""
+    x, y = np.asarray(ins[0]), params["y"]
+    if y == 0 or x.dtype not in _FLOATS + _COMPLEX + _INTS:
+        return None
+    one = np.ones((), x.dtype)
+
+    def kernel(v):
+        acc, base, n = None, v, abs(y)
+        while n:
+            if n & 1:
+                acc = base if acc is None else np.multiply(acc, base)
+            n >>= 1
+            if n:
+                base = np.multiply(base, base)
+        return np.true_divide(one, acc) if y < 0 else acc
+    return kernel, abs(y) > 1 or y < 0   # (x ** 1 is x itself)
+
+
+def _logistic(ins, outs, params, known):
+    """The impl's ``1 / (1 + exp(-x))`` for real floats, without its checks."""
+    if np.asarray(ins[0]).dtype not in _FLOATS:
+        return None
+    return (lambda v: 1.0 / (1.0 + np.exp(-v))), True
+
+
+def _slice(ins, outs, params, known):
+    """A view of the impl's copy (a result that is returned is copied then)."""
+    x = np.asarray(ins[0])
+    strides = params.get("strides") or (1,) * x.ndim
+    index = tuple(slice(a, b, c) for a, b, c in zip(params["start_indices"], params["limit_indices"], strides))
+    return (lambda v: v[index]), False
+
+
+def _concatenate(ins, outs, params, known):
+    """The impl's ``np.concatenate`` of the operands (the size operands left out)."""
+    n, axis = params["num_operands"], params["dimension"]
+    return (lambda *vs: np.concatenate(vs[:n], axis=axis)), True
 
 
 # ----------------------------------------------------------------------------------------------
