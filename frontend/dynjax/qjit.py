@@ -576,6 +576,14 @@ class QJIT:
         traced = self._by_abstract.values()
         return traced[-1] if traced else None
 
+    def _entry_compiled(self) -> Optional[_Entry]:
+        """``_entry()``, with an exact executable for each segment that the host tier served
+        at the latest call (``Segment.xla_view``): what ``mlir_specialized`` and ``hlo`` show."""
+        e = self._entry()
+        for s in e.program.segments() if e else ():
+            getattr(s, "xla_view", lambda: None)()   # (host steps have none)
+        return e
+
     @property
     def jaxpr(self):
         """The ClosedJaxpr of the latest call's trace (None before the first call, unless
@@ -598,9 +606,7 @@ class QJIT:
     @property
     def mlir_specialized(self) -> Optional[str]:
         """The static modules compiled for the latest call's signature (None before a call)."""
-        e = self._entry()
-        for s in e.program.segments() if e else ():
-            getattr(s, "xla_view", lambda: None)()
+        e = self._entry_compiled()
         texts = [s.last_specialized for s in e.program.segments() if s.last_specialized] if e else []
         return "\n".join(texts) if texts else None
 
@@ -608,9 +614,7 @@ class QJIT:
     def hlo(self) -> Optional[str]:
         """XLA's optimized HLO of the executables used by the latest call (None before a call)."""
         from .runtime import hlo_text
-        e = self._entry()
-        for s in e.program.segments() if e else ():
-            getattr(s, "xla_view", lambda: None)()
+        e = self._entry_compiled()
         texts = [hlo_text(s.last_executable) for s in e.program.segments()
                  if s.last_executable is not None] if e else []
         return "\n".join(texts) if texts else None
