@@ -1,7 +1,6 @@
 """Differentiating loops and conditionals: jvp, grad, jacobians of for_loop, fori_loop, scan
 (both directions), cond / switch and while_loop (forward mode), eagerly and compiled with
 dynamic sizes, against central finite differences of a numpy reference."""
-import threading
 
 import numpy as np
 import pytest
@@ -9,7 +8,7 @@ import pytest
 import dynjax
 import dynjax.numpy as jnp
 from dynjax import for_loop, lax
-from helpers import fd_grad
+from helpers import fd_grad, in_threads
 
 
 # ----------------------------------------------------------------------------------------------
@@ -282,18 +281,9 @@ def _f_ref(x):
 
 def test_compiled_gradients_from_threads():
     f = dynjax.qjit(dynjax.grad(nested_prog), abstracted_axes=({0: "n"},))
-    errors = []
 
     def work(k):
-        try:
-            for n in (1 + k % 3, 5, 2 + k % 4):
-                x = inputs(n)
-                np.testing.assert_allclose(f(x), fd_grad(nested_ref, x), rtol=1e-6, atol=1e-8)
-        except Exception as e:   # pragma: no cover - reported below
-            errors.append(e)
-    threads = [threading.Thread(target=work, args=(k,)) for k in range(6)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert not errors, errors
+        for n in (1 + k % 3, 5, 2 + k % 4):
+            x = inputs(n)
+            np.testing.assert_allclose(f(x), fd_grad(nested_ref, x), rtol=1e-6, atol=1e-8)
+    in_threads(work, range(6))

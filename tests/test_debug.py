@@ -8,6 +8,7 @@ import pytest
 
 import dynjax
 import dynjax.numpy as jnp
+from helpers import in_threads
 from dynjax import lax
 
 
@@ -144,11 +145,7 @@ def test_threads_each_print_complete(capsys):
     def work(k):
         for n in (k, k + 1):
             f(np.ones(n))
-    threads = [threading.Thread(target=work, args=(k,)) for k in range(1, 6)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    in_threads(work, range(1, 6))
     got = sorted(lines_of(capsys))
     want = sorted(f"n={np.int64(n)} sum={np.float64(n)}" for k in range(1, 6) for n in (k, k + 1))
     assert got == want

@@ -5,7 +5,6 @@ Every program runs three ways: numpy (the oracle), dynjax eagerly (``jnp.getitem
 abstracted axes, traced once for every size (0 and 1 included). Eager and compiled
 results must agree bit for bit; both must equal numpy's.
 """
-import threading
 
 import numpy as np
 import pytest
@@ -14,7 +13,7 @@ from hypothesis import given, settings, strategies as st
 import dynjax
 import dynjax.numpy as jnp
 from dynjax import for_loop, lax
-from helpers import examples
+from helpers import examples, in_threads
 
 
 def assert_same(got, want, what=""):
@@ -567,22 +566,13 @@ def test_threads_mask_program_every_value_checked():
     f = dynjax.qjit(lambda x: (jnp.sum(x[x > 0]), jnp.unique(x)), abstracted_axes=({0: "n"},))
     rng = np.random.default_rng(11)
     inputs = [rng.integers(-3, 4, size=n).astype(float) for n in (0, 1, 2, 5, 9, 17) for _ in range(3)]
-    errors = []
 
     def work(k):
-        try:
-            for x in inputs[k::4]:
-                s, u = f(x)
-                assert_same(s, np.sum(x[x > 0]))
-                assert_same(u, np.unique(x))
-        except Exception as e:   # reported below
-            errors.append(e)
-    threads = [threading.Thread(target=work, args=(k,)) for k in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert not errors, errors
+        for x in inputs[k::4]:
+            s, u = f(x)
+            assert_same(s, np.sum(x[x > 0]))
+            assert_same(u, np.unique(x))
+    in_threads(work, range(4))
 
 
 def test_vmap_of_a_data_dependent_size_is_a_clear_error():

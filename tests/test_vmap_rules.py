@@ -1,7 +1,6 @@
 """vmap of every primitive (the jvp case catalogue) and of every control-flow form, against
 a Python loop of per-member calls: eagerly, and compiled with the batch axis abstracted so
 that batch sizes 0, 1 and 5 share one trace."""
-import threading
 
 import numpy as np
 import pytest
@@ -11,6 +10,7 @@ import dynjax.numpy as jnp
 from dynjax import for_loop, lax
 
 import test_jvp as J
+from helpers import in_threads
 
 BATCHES = (0, 1, 5)
 
@@ -231,19 +231,10 @@ def test_errors():
 
 def test_threads():
     f = dynjax.qjit(dynjax.vmap(lambda x: jnp.sum(jnp.tanh(x) * x)), abstracted_axes=({0: "b", 1: "n"},))
-    errors = []
 
     def work(k):
-        try:
-            rng = np.random.default_rng(k)
-            for b, n in [(k % 4, 3), (5, 1 + k % 3), (0, 2)]:
-                x = rng.normal(size=(b, n))
-                np.testing.assert_allclose(f(x), np.sum(np.tanh(x) * x, axis=1), rtol=1e-14)
-        except Exception as e:   # pragma: no cover - reported below
-            errors.append(e)
-    threads = [threading.Thread(target=work, args=(k,)) for k in range(6)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert not errors, errors
+        rng = np.random.default_rng(k)
+        for b, n in [(k % 4, 3), (5, 1 + k % 3), (0, 2)]:
+            x = rng.normal(size=(b, n))
+            np.testing.assert_allclose(f(x), np.sum(np.tanh(x) * x, axis=1), rtol=1e-14)
+    in_threads(work, range(6))
