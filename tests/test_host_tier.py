@@ -216,6 +216,12 @@ def test_introspection_compiles_what_it_shows():
     assert "tensor<3xf64>" in f.mlir_specialized and "sine" in f.mlir_specialized
     assert "sine" in f.hlo
     assert f.cache_info()["compilations"] == 1
+    # looking changes nothing: the host keeps serving these sizes, also off the fast path
+    seg = f._last.program.single
+    assert len(seg.cache) == 0
+    out = seg.call([3, np.ones(3)])[0][0]   # (the segment's own path, not the dispatch table)
+    np.testing.assert_array_equal(out, np.sin(np.ones(3)) + 1.0)
+    assert f.cache_info()["host_runs"] == 2 and f.cache_info()["compilations"] == 1
 
 
 def test_threads_share_host_programs():

@@ -36,7 +36,6 @@ the arguments.
 from __future__ import annotations
 
 import itertools
-import os
 import threading
 from typing import Any, Callable, Dict, List, Sequence
 
@@ -45,6 +44,7 @@ import numpy as np
 from ..core.interpret import Interrupted, interruptible
 from ..core.jaxpr import ClosedJaxpr, Jaxpr, Literal
 from ..core.primitive import Primitive, impl_rules
+from .tiers import EnvChoice
 
 #: a segment's arguments (and each of its constants) of at most this many elements may run
 #: on the host; larger ones are XLA's
@@ -75,21 +75,8 @@ ELEMENT_SECONDS = 0.5e-9
 TRANSCENDENTAL_SECONDS = 2.5e-9
 
 POLICIES = ("auto", "off", "always")
-_last = ("auto", "auto")   # the last $DYNJAX_HOST_TIER read and its policy (one tuple: atomic)
-
-
-def policy() -> str:
-    """``$DYNJAX_HOST_TIER`` (``auto``, ``off`` or ``always``; ``0`` / ``1`` mean off / auto)."""
-    global _last
-    raw = os.environ.get("DYNJAX_HOST_TIER", "auto")
-    last = _last
-    if raw == last[0]:
-        return last[1]
-    value = {"0": "off", "1": "auto", "": "auto"}.get(raw.strip().lower(), raw.strip().lower())
-    if value not in POLICIES:
-        raise ValueError(f"DYNJAX_HOST_TIER={raw!r}: expected one of {', '.join(POLICIES)}")
-    _last = (raw, value)
-    return value
+#: ``$DYNJAX_HOST_TIER`` (``0`` / ``1`` mean off / auto)
+policy = EnvChoice("DYNJAX_HOST_TIER", POLICIES, "auto", {"0": "off", "1": "auto"})
 
 
 # ----------------------------------------------------------------------------------------------
@@ -163,11 +150,11 @@ def _fill_kernels():
                              ("lt", np.less, floats + _INTS), ("le", np.less_equal, floats + _INTS),
                              ("gt", np.greater, floats + _INTS), ("ge", np.greater_equal, floats + _INTS)]:
         host_kernels[getattr(P, name + "_p")] = _ufunc(fn, dtypes)
-    host_kernels[P.max_p] = _extremum(np.maximum, "max")
-    host_kernels[P.min_p] = _extremum(np.minimum, "min")
+    host_kernels[P.max_p] = _extremum(np.maximum, P.max_p)
+    host_kernels[P.min_p] = _extremum(np.minimum, P.min_p)
     host_kernels[P.reduce_sum_p] = _reduce_sum
-    host_kernels[P.reduce_max_p] = _reduce_extremum(np.maximum, "reduce_max")
-    host_kernels[P.reduce_min_p] = _reduce_extremum(np.minimum, "reduce_min")
+    host_kernels[P.reduce_max_p] = _reduce_extremum(np.maximum, P.reduce_max_p)
+    host_kernels[P.reduce_min_p] = _reduce_extremum(np.minimum, P.reduce_min_p)
     host_kernels[P.convert_element_type_p] = _convert
     host_kernels[P.select_n_p] = _select_n
     host_kernels[P.broadcast_in_dim_p] = _broadcast_in_dim
@@ -181,7 +168,7 @@ def _fill_kernels():
     host_kernels[P.concatenate_p] = _concatenate
 
 
-def _extremum(ufunc, name):
+def _extremum(ufunc, prim):
     """max / min: the ufunc, whose only difference from the impl is which zero it returns
     when both operands are zeros (the impl: -0.0 < +0.0, as XLA)."""
     plain = _ufunc(ufunc, _INTS)
@@ -192,11 +179,11 @@ def _extremum(ufunc, name):
             return plain(ins, outs, params, known)
         if x.dtype not in _FLOATS or y.dtype != x.dtype:
             return None
-        impl = impl_rules[_primitive(name)]
+        impl = impl_rules[prim]
         for c, k in ((x, known[0]), (y, known[1])):
             if k and c.shape == () and c != 0:   # never two zeros
                 return ufunc, True, True
-        if name == "max" and known[1] and y.shape == () and y == 0 and not np.signbit(y):
+        if ufunc is np.maximum and known[1] and y.shape == () and y == 0 and not np.signbit(y):
             # relu: a zero result is +0.0 whatever the sign of x's zero; adding +0.0 turns
             # -0.0 into +0.0 and leaves every other value (NaNs included) as it is
             return (lambda a, b: np.add(ufunc(a, b), b)), True
@@ -215,7 +202,7 @@ def _reduce_sum(ins, outs, params, known):
     return (lambda v: np.add.reduce(v, axis=axes)), True
 
 
-def _reduce_extremum(ufunc, prim_name):
+def _reduce_extremum(ufunc, prim):
     def rule(ins, outs, params, known):
         (x,), axes = ins, tuple(params["axes"])
         x = np.asarray(x)
@@ -223,18 +210,13 @@ def _reduce_extremum(ufunc, prim_name):
             return None   # an empty axis: the impl gives its identity
         if x.dtype in _INTS:
             return (lambda v: ufunc.reduce(v, axis=axes)), True
-        impl = impl_rules[_primitive(prim_name)]
+        impl = impl_rules[prim]
 
         def kernel(v):   # a zero result: the impl picks the zero of the right sign
             m = ufunc.reduce(v, axis=axes)
             return m if m.all() else impl(v, axes=axes)
         return kernel, True
     return rule
-
-
-def _primitive(name):
-    from ..lax import primitives as P
-    return getattr(P, name + "_p")
 
 
 def _convert(ins, outs, params, known):
@@ -421,7 +403,7 @@ class HostProgram:
     results, each a new writable array."""
 
     __slots__ = ("run", "in_avals", "_scalars", "equations", "direct", "seconds", "sizes",
-                 "source", "__weakref__")
+                 "source", "compiled", "__weakref__")
     wait_interruptibly = False
 
     def __init__(self, run, in_avals, equations, direct, seconds, sizes, source):
@@ -437,6 +419,7 @@ class HostProgram:
         self.seconds = seconds       # its estimated run time
         self.sizes = sizes           # the call's arguments as sizes and shapes (introspection)
         self.source = source         # the generated function's text
+        self.compiled = None         # (executable, specialized text) of these sizes, when asked
 
     def __call__(self, *args):
         return self.call(args)

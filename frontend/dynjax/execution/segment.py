@@ -208,10 +208,14 @@ class Segment:
 
     def xla_view(self) -> None:
         """For introspection (``f.mlir_specialized``, ``f.hlo``): when the host tier served the
-        latest call, compile the exact executable of its sizes, so that there is one to show."""
+        latest call, the exact executable of its sizes, compiled once and kept by the host
+        program (not in the executable cache: looking must not change which tier serves)."""
         host = self.last_executable
         if host.__class__ is host_tier.HostProgram:
-            self.executable(host.sizes)
+            if host.compiled is None:
+                exe = self._compile(host.sizes)
+                host.compiled = (exe, self.last_specialized)
+            self.last_executable, self.last_specialized = host.compiled
 
     def _describe_key(self, key) -> str:
         shapes, values = key

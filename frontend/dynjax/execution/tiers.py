@@ -74,22 +74,31 @@ EAGER_MAX_FLOPS = 3e7
 LONG_FLOPS = 1e8
 
 
-_last = ("auto", "auto")   # the last $DYNJAX_TIERS read and its policy (one tuple: atomic)
+class EnvChoice:
+    """A setting read from an environment variable at every call that needs it (so tests can
+    switch it), remembering the last text read and its meaning (one tuple: atomic): one of
+    ``choices``, after ``aliases``; anything else is a ValueError naming the variable."""
+
+    def __init__(self, name: str, choices, default: str, aliases=None):
+        self.name, self.choices, self.default = name, tuple(choices), default
+        self.aliases = dict(aliases or {})
+        self._last = (default, default)
+
+    def __call__(self) -> str:
+        raw = os.environ.get(self.name, self.default)
+        last = self._last
+        if last[0] == raw:
+            return last[1]
+        p = raw.strip().lower() or self.default
+        p = self.aliases.get(p, p)
+        if p not in self.choices:
+            raise ValueError(f"{self.name} must be one of {', '.join(self.choices)}, got {p!r}")
+        self._last = (raw, p)
+        return p
 
 
-def policy() -> str:
-    """The tier policy from ``$DYNJAX_TIERS`` (read at every call that may pad, so tests can
-    switch it)."""
-    global _last
-    raw = os.environ.get("DYNJAX_TIERS", "auto")
-    last = _last
-    if last[0] == raw:
-        return last[1]
-    p = raw.strip().lower() or "auto"
-    if p not in POLICIES:
-        raise ValueError(f"DYNJAX_TIERS must be one of {', '.join(POLICIES)}, got {p!r}")
-    _last = (raw, p)
-    return p
+#: the tier policy from ``$DYNJAX_TIERS``
+policy = EnvChoice("DYNJAX_TIERS", POLICIES, "auto")
 
 
 def compile_ahead() -> bool:
