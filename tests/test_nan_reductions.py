@@ -1,0 +1,107 @@
+"""Reductions over data holding NaN and infinities: compiled results equal numpy's.
+
+XLA:CPU (jaxlib 0.10.2) hands reductions to YNNPACK fusions by default, and those drop a NaN
+from a max or a min over rows of 64 or more elements (``max([nan, 1, ...])`` came out as a
+number). dynjax compiles with only dots going to YNNPACK (``runtime.xla.DEFAULT_OPTIONS``);
+these tests run with XLA's default emitters and optimization level, as a user's process does
+(``xla_defaults``), on the exact tier and on the padded one."""
+import numpy as np
+import pytest
+
+import dynjax
+import dynjax.numpy as dnp
+from ml_dtypes import bfloat16
+
+DTYPES = [np.float64, np.float32, np.float16, bfloat16]
+SHAPES = [(300, 300), (64, 64), (65, 130), (1000,), (3, 70, 65)]
+
+
+def _data(shape, dtype, seed):
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal(shape)
+    flat = x.reshape(-1)
+    # a NaN, an inf and a -inf at spread positions (not the first or last of a row)
+    for k, v in zip((len(flat) // 2 + 1, len(flat) // 3 + 2, len(flat) // 5 + 3), (np.nan, np.inf, -np.inf)):
+        flat[k] = v
+    return x.astype(dtype)
+
+
+def _reductions(x):
+    axes = [None] + list(range(x.ndim))
+    outs = []
+    for ax in axes:
+        outs += [dnp.max(x, axis=ax), dnp.min(x, axis=ax), dnp.nanmax(x, axis=ax), dnp.nanmin(x, axis=ax)]
+        if ax is not None:
+            outs += [dnp.argmax(x, axis=ax), dnp.argmin(x, axis=ax)]
+    return outs
+
+
+def _numpy_reductions(x):
+    axes = [None] + list(range(x.ndim))
+    outs = []
+    with np.errstate(invalid="ignore"):
+        for ax in axes:
+            outs += [np.max(x, axis=ax), np.min(x, axis=ax), np.nanmax(x, axis=ax), np.nanmin(x, axis=ax)]
+            if ax is not None:
+                outs += [np.argmax(x, axis=ax), np.argmin(x, axis=ax)]
+    return outs
+
+
+@pytest.mark.parametrize("tier", ["exact", "padded"])
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
+def test_max_min_keep_nan(xla_defaults, monkeypatch, tier, dtype):
+    monkeypatch.setenv("DYNJAX_TIERS", tier)
+    f = dynjax.qjit(_reductions)
+    for seed, shape in enumerate(SHAPES):
+        x = _data(shape, dtype, seed)
+        got = f(x)
+        want = _numpy_reductions(x.astype(np.float64))
+        assert len(got) == len(want)
+        for k, (g, w) in enumerate(zip(got, want)):
+            g = np.asarray(g)
+            if g.dtype.kind == "i":
+                np.testing.assert_array_equal(g, w, err_msg=f"{shape} result {k}")
+            else:
+                np.testing.assert_array_equal(g.astype(np.float64), w, err_msg=f"{shape} result {k}")
+        # the rows holding the NaN are NaN, and only those
+        assert np.isnan(np.asarray(got[0])) == np.isnan(x.astype(np.float64)).any()
+
+
+@pytest.mark.parametrize("tier", ["exact", "padded"])
+def test_softmax_and_logsumexp_rows_with_nan(xla_defaults, monkeypatch, tier):
+    """A row with a NaN is NaN in softmax and logsumexp; the other rows are unaffected (the
+    max inside both is the reduction YNNPACK dropped NaNs from)."""
+    monkeypatch.setenv("DYNJAX_TIERS", tier)
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal((200, 300))
+    x[17, 250] = np.nan
+    x[30, :] = -np.inf
+    f = dynjax.qjit(lambda x: (dynjax.nn.softmax(x, axis=1), dynjax.scipy.special.logsumexp(x, axis=1)))
+    sm, lse = f(x)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        m = x.max(axis=1, keepdims=True)
+        e = np.exp(x - m)
+        want_sm = e / e.sum(axis=1, keepdims=True)
+        want_lse = np.log(np.exp(x - np.where(np.isfinite(m), m, 0)).sum(axis=1)) + np.where(np.isfinite(m), m, 0)[:, 0]
+    assert np.isnan(sm[17]).all() and np.isnan(lse[17])
+    assert np.isnan(sm[30]).all() and lse[30] == -np.inf
+    rows = [i for i in range(200) if i not in (17, 30)]
+    np.testing.assert_allclose(sm[rows], want_sm[rows], rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(lse[rows], want_lse[rows], rtol=1e-12)
+
+
+def test_dot_with_nan_and_inf(xla_defaults):
+    """Dots still go to YNNPACK: a NaN or an inf in an operand gives numpy's NaN / inf."""
+    rng = np.random.default_rng(3)
+    a = rng.standard_normal((130, 70))
+    b = rng.standard_normal((70, 90))
+    a[5, 3] = np.nan
+    a[9, 4] = np.inf
+    b[6, 11] = -np.inf
+    got = dynjax.qjit(lambda a, b: a @ b)(a, b)
+    with np.errstate(invalid="ignore", over="ignore"):
+        want = a @ b
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+    np.testing.assert_array_equal(np.isinf(got), np.isinf(want))
+    finite = np.isfinite(want)
+    np.testing.assert_allclose(got[finite], want[finite], rtol=1e-12, atol=1e-12)
