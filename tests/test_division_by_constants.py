@@ -1,7 +1,7 @@
 """Division by a literal scalar, compiled: numpy's correctly rounded quotient, bit for bit.
 
-A power of two is lowered as a multiplication by its reciprocal (exact, so the same
-quotient), everything else as a division behind an optimization barrier; both at the
+The divisor goes through an optimization barrier, so that XLA cannot turn the division into
+a multiplication by a rounded reciprocal; checked for powers of two and other divisors at the
 extremes of each float dtype: quotients near the smallest normal number, overflow,
 infinities, NaN and signed zeros. XLA:CPU flushes subnormals to zero (see
 ``test_eager_vs_compiled.test_xla_flushes_subnormals``): operands are normal, and a subnormal

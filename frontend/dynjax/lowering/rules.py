@@ -16,7 +16,7 @@ from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import chlo
 from jaxlib.mlir.dialects import stablehlo as hlo
 
-from ..core.avals import (finfo, is_complex_dtype, is_float_dtype, is_integer_dtype, is_unsigned_dtype,
+from ..core.avals import (is_complex_dtype, is_float_dtype, is_integer_dtype, is_unsigned_dtype,
                           real_dtype)
 from ..lax import primitives as P
 from ..lax.effects import debug_callback_p
@@ -374,34 +374,10 @@ def _div_rule(ctx, eqn, x, y):
     rounded reciprocal, which is not numpy's (nor the eager impl's) correctly rounded
     quotient. The barrier costs one materialized broadcast of the divisor."""
     scalar_divisor = ir.RankedTensorType(y.type).rank == 0
-    reciprocal = _exact_reciprocal(eqn.invars[1], _in(eqn).dtype) if scalar_divisor else None
-    if reciprocal is not None:
-        # a power of two: x * (1 / c) is the correctly rounded x / c, and fuses with its
-        # neighbours (a barrier is a materialized array between two passes)
-        x, r = _bcast_args(ctx, eqn, x, ctx.constant(reciprocal, _in(eqn).dtype))
-        return hlo.MulOp(x, r).result
     x, y = _bcast_args(ctx, eqn, x, y)
     if scalar_divisor and not is_integer_dtype(_in(eqn).dtype):
         y = hlo.OptimizationBarrierOp([y]).results[0]
     return _div(ctx, eqn, x, y)
-
-
-def _exact_reciprocal(divisor, dtype):
-    """``1 / c`` as a ``dtype`` scalar when the divisor is a literal ``c`` of a real float dtype
-    whose reciprocal is exact in it (a power of two, its reciprocal finite and not
-    subnormal), else None."""
-    from ..core.jaxpr import Literal
-    if not isinstance(divisor, Literal) or not is_float_dtype(dtype) or is_complex_dtype(dtype):
-        return None
-    if np.shape(divisor.val) != ():
-        return None
-    c = float(np.asarray(divisor.val).astype(dtype))   # the divisor the program divides by
-    if not np.isfinite(c) or c == 0.0 or abs(np.frexp(c)[0]) != 0.5:
-        return None
-    r = float(np.asarray(1.0 / c).astype(dtype))
-    if not np.isfinite(r) or abs(r) < float(finfo(dtype).tiny) or r * c != 1.0:
-        return None
-    return r
 
 
 def _rem(ctx, eqn, x, y):
