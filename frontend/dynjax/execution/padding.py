@@ -35,6 +35,7 @@ import numpy as np
 
 from .. import lax
 from ..core.avals import ShapedArray, bool_, int64, is_float_dtype, is_integer_dtype
+from ..core.cooperative import checkpoint
 from ..core.jaxpr import ClosedJaxpr, Jaxpr, Literal
 from ..lax import primitives as P
 from .host_prologue import hoist_epilogue, hoist_prologue
@@ -174,6 +175,7 @@ def interpret(ctx: Context, jaxpr: Jaxpr, consts: Sequence[Any], args: Sequence[
         ctx.env[id(v)] = x
     hints = _bound_hints(jaxpr)
     for eqn in jaxpr.eqns:
+        checkpoint()   # (background work waits here for the runs being served)
         rule = padding_rules.get(eqn.primitive)
         if rule is None:
             raise NotPaddable(f"no padding rule for {eqn.primitive}")

@@ -42,6 +42,8 @@ import threading
 import weakref
 from typing import Callable, Dict, Hashable, Optional
 
+from ..core import cooperative
+
 POLICIES = ("auto", "exact", "padded")
 
 #: at most this many background jobs wait in the queue (the one running not counted)
@@ -216,6 +218,7 @@ class _Queue:
     def _work(self):
         _lower_priority()
         _worker.active = True
+        cooperative.step_aside(_wait_for_runs)
         while True:
             with self.lock:
                 while not self.jobs and not self.closed:
@@ -308,6 +311,19 @@ def queued(owner=None) -> int:
 def dropped() -> int:
     """How many background jobs the full queue has dropped in this process."""
     return _queue.dropped
+
+
+#: how long background work waits at a ``core.cooperative.checkpoint`` for the runs in flight
+#: (a run longer than this shares the GIL with it)
+MAX_PAUSE = 0.05
+
+
+def _wait_for_runs():
+    """The compile thread's pause at a checkpoint: while runs of compiled programs are in
+    flight, wait for them (they need the GIL back at each of their steps)."""
+    from .. import runtime
+    if runtime.runs_in_flight():
+        runtime.wait_for_runs(MAX_PAUSE)
 
 
 def _lower_priority():

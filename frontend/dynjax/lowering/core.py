@@ -24,6 +24,7 @@ from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import func
 from jaxlib.mlir.dialects import stablehlo as hlo
 
+from ..core.cooperative import checkpoint
 from ..core.jaxpr import ClosedJaxpr, Jaxpr
 from ..core.primitive import Primitive
 from .context import LoweringContext, get_mlir_context, ir_type
@@ -89,6 +90,7 @@ def lower_jaxpr_into(ctx: LoweringContext, jaxpr, args: Sequence[ir.Value],
                     done.add(id(d))
                     sub.bind(d, sub.dim_value(hlo.GetDimensionSizeOp(a, i).result))
     for eqn in jaxpr.eqns:
+        checkpoint()   # (background work waits here for the runs being served)
         _lower_eqn(sub, eqn)
     return [sub.read(v) for v in jaxpr.outvars]
 

@@ -55,6 +55,8 @@ __all__ = [
     "compile_options_id",
     "ensure_lapack_targets",
     "StaleExecutableError",
+    "runs_in_flight",
+    "wait_for_runs",
 ]
 
 # --------------------------------------------------------------------------
@@ -191,12 +193,13 @@ class _Retired:
 
 def _after_fork_in_child() -> None:
     global _client, _device, _device_list, _devices, _sharding, _lock, _lapack_lock
-    global generation, _compile_elsewhere, _server, _server_lock
+    global generation, _compile_elsewhere, _server, _server_lock, _in_flight
     _abandoned.append((_client, _device, _device_list, _devices, _sharding, _server))
     _client = _device = _device_list = _devices = _sharding = _server = None
     _lock = threading.Lock()
     _lapack_lock = threading.Lock()
     _server_lock = threading.Lock()
+    _in_flight = _RunsInFlight()   # (runs of other threads did not survive the fork)
     generation += 1
     _compile_elsewhere = _compile_elsewhere or _compiler_used
     for exe in list(_live):
@@ -440,7 +443,12 @@ class Executable:
         """``call`` for arguments the caller has checked: as many as the inputs, each a numpy
         array of exactly the input's shape and dtype or a scalar of one of ``scalar_types``.
         ``interruptible`` (default: ``wait_interruptibly``) says whether to wait for the run
-        on a runner thread, so that Ctrl-C is heard during it."""
+        on a runner thread, so that Ctrl-C is heard during it. The run counts as in flight
+        (``runs_in_flight``) from its first transfer to its last output."""
+        with _in_flight:
+            return self._call_exact(args, interruptible)
+
+    def _call_exact(self, args: Sequence, interruptible) -> list:
         if interruptible is None:
             interruptible = self.wait_interruptibly
         stages = self._stages
@@ -496,6 +504,39 @@ class _Waiting:
         self.done = threading.Event()
         self.outs = self.error = None
         self.abandoned = False
+
+
+class _RunsInFlight:
+    """How many runs are between their first transfer and their last output, on any thread:
+    background work waits for none to be (``wait_for_runs``, ``core.cooperative``)."""
+
+    def __init__(self):
+        self.count = 0
+        self.idle = threading.Condition(threading.Lock())
+
+    def __enter__(self):
+        with self.idle:
+            self.count += 1
+
+    def __exit__(self, *exc):
+        with self.idle:
+            self.count -= 1
+            if not self.count:
+                self.idle.notify_all()
+
+
+_in_flight = _RunsInFlight()
+
+
+def runs_in_flight() -> int:
+    """How many runs of compiled programs are in flight now (``Executable.call_exact``)."""
+    return _in_flight.count
+
+
+def wait_for_runs(timeout: float) -> bool:
+    """Wait until no run is in flight, or ``timeout`` seconds; whether none is."""
+    with _in_flight.idle:
+        return _in_flight.idle.wait_for(lambda: not _in_flight.count, timeout)
 
 
 def _call_interruptibly(exe: Executable, bufs, stage) -> list:
