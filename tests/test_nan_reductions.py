@@ -1,9 +1,10 @@
 """Reductions over data holding NaN and infinities: compiled results equal numpy's.
 
-XLA:CPU (jaxlib 0.10.2) hands reductions to YNNPACK fusions by default, and those drop a NaN
-from a max or a min over rows of 64 or more elements (``max([nan, 1, ...])`` came out as a
-number). dynjax compiles with only dots going to YNNPACK (``runtime.xla.DEFAULT_OPTIONS``);
-these tests run with XLA's default emitters and optimization level, as a user's process does
+XLA:CPU (jaxlib 0.10.2) hands a reduction whose body is a single ``maximum`` / ``minimum`` to a
+YNNPACK fusion, which drops a NaN from rows of 64 or more elements (``max([nan, 1, ...])``
+came out a number, in jax too). dynjax's float max / min reductions carry a NaN forward in
+their body (``lowering/reductions.py: _nan_keeping``), which XLA then emits itself; these
+tests run with XLA's default emitters and optimization level, as a user's process does
 (``xla_defaults``), on the exact tier and on the padded one."""
 import numpy as np
 import pytest
@@ -91,7 +92,7 @@ def test_softmax_and_logsumexp_rows_with_nan(xla_defaults, monkeypatch, tier):
 
 
 def test_dot_with_nan_and_inf(xla_defaults):
-    """Dots still go to YNNPACK: a NaN or an inf in an operand gives numpy's NaN / inf."""
+    """Dots go to YNNPACK: a NaN or an inf in an operand gives numpy's NaN / inf."""
     rng = np.random.default_rng(3)
     a = rng.standard_normal((130, 70))
     b = rng.standard_normal((70, 90))

@@ -200,14 +200,8 @@ def test_dynjax_xla_options(monkeypatch):
     assert xla.xla_option_overrides() == (("xla_cpu_use_fusion_emitters", False),
                                           ("xla_backend_optimization_level", 2),
                                           ("xla_dump_hlo_pass_re", "none"))
-    assert xla.compile_options().env_option_overrides == list(xla.DEFAULT_OPTIONS + xla.xla_option_overrides())
+    assert xla.compile_options().env_option_overrides == list(xla.xla_option_overrides())
     assert xla.compile_options_id() != base
-    # an option the user names replaces dynjax's default for it
-    name = xla.DEFAULT_OPTIONS[0][0]
-    monkeypatch.setenv("DYNJAX_XLA_OPTIONS", f"{name}=LIBRARY_FUSION_TYPE_DOT")
-    assert xla.compile_options().env_option_overrides == [(name, "LIBRARY_FUSION_TYPE_DOT")]
-    monkeypatch.setenv("DYNJAX_XLA_OPTIONS", "xla_cpu_use_fusion_emitters=false, xla_backend_optimization_level=2 "
-                       "--xla_dump_hlo_pass_re=none")
     st = specialize(ONES_PLUS, [None, "tensor<3xf64>"], {0: 3})
     y, io = rt.compile(st)(np.arange(3.0))
     np.testing.assert_array_equal(y, np.arange(3.0) + 1.0)

@@ -61,12 +61,28 @@ def _reduction(prim, name):
             bool_op, op = _REDUCERS[name]
             op = bool_op if a.dtype == _BOOL else op
             init = ctx.constant(_identity(name, a.dtype), a.dtype)
-            out = reduce(ctx, [x], [init], sorted(axes), lambda acc, xs: [op(acc[0], xs[0]).result],
-                         [ctx.ir_type(_out(eqn))])[0]
+            body = lambda acc, xs: [op(acc[0], xs[0]).result]  # noqa: E731
+            if name in ("max", "min") and is_float_dtype(a.dtype):
+                body = _nan_keeping(op)
+            out = reduce(ctx, [x], [init], sorted(axes), body, [ctx.ir_type(_out(eqn))])[0]
         if name == "sum" and (is_float_dtype(a.dtype) or is_complex_dtype(a.dtype)):
             out = _no_negative_zero(ctx, out, a.dtype)
         return out
     register_lowering(prim, rule)
+
+
+def _nan_keeping(op):
+    """The body of a float max / min reduction: ``op``, and NaN wherever the running value is
+    NaN. ``stablehlo.maximum`` alone propagates NaN, but XLA:CPU hands a reduction whose
+    body is that one operation to YNNPACK, which drops NaN (a max over a row of 64 or more
+    holding a NaN came out a number: ``tests/test_nan_reductions.py``); with the select, XLA
+    emits the reduction itself."""
+    def body(acc, xs):
+        a, x = acc[0], xs[0]
+        m = op(a, x).result
+        return [hlo.SelectOp(hlo.CompareOp(a, a, hlo.ComparisonDirectionAttr.get("NE"),
+                                           compare_type=hlo.ComparisonTypeAttr.get("FLOAT")).result, a, m).result]
+    return body
 
 
 def _no_negative_zero(ctx, x, dtype):

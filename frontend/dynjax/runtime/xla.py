@@ -230,29 +230,13 @@ def jaxlib_version() -> str:
 
 
 def compile_options():
-    """The ``CompileOptions`` of a compile: XLA's defaults, dynjax's (``DEFAULT_OPTIONS``)
-    and the options named in ``$DYNJAX_XLA_OPTIONS`` on top (``effective_overrides``)."""
+    """The ``CompileOptions`` of a compile: XLA's defaults, with the options named in
+    ``$DYNJAX_XLA_OPTIONS`` on top (``xla_option_overrides``)."""
     opts = _jax.CompileOptions()
-    overrides = effective_overrides()
+    overrides = xla_option_overrides()
     if overrides:
         opts.env_option_overrides = list(overrides)
     return opts
-
-
-#: XLA options dynjax compiles with unless the user names them (``$DYNJAX_XLA_OPTIONS`` or
-#: ``XLA_FLAGS``). XLA:CPU's YNNPACK fusions of reductions drop NaNs from max and min (a
-#: row of 64 or more with a NaN reduced to a number, where numpy and XLA's own emitters give
-#: NaN: ``tests/test_nan_reductions.py``); only dots go to YNNPACK, each on its own, which
-#: ran the programs of ``bench/`` as fast (attention at n = 2000: 16.9 ms either way).
-DEFAULT_OPTIONS = (("xla_cpu_experimental_ynn_fusion_type", "LIBRARY_FUSION_TYPE_INDIVIDUAL_DOT"),)
-
-
-def effective_overrides() -> tuple:
-    """The XLA options of dynjax's compiles: ``DEFAULT_OPTIONS`` except those the user sets in
-    ``$DYNJAX_XLA_OPTIONS`` or ``XLA_FLAGS``, then ``$DYNJAX_XLA_OPTIONS``."""
-    user = xla_option_overrides()
-    named = {name for name, _ in user} | {f.lstrip("-").partition("=")[0] for f in xla_flags()}
-    return tuple(o for o in DEFAULT_OPTIONS if o[0] not in named) + user
 
 
 def xla_option_overrides() -> tuple:
@@ -290,7 +274,7 @@ def compile_options_id() -> str:
     was started with (both change what XLA emits: fast math, its emitters, ...), so that an
     executable on disk is only loaded by a process that would have compiled the same one."""
     digest = hashlib.sha256(_jax.CompileOptions().SerializeAsString())
-    digest.update(b"\0overrides\0" + repr(effective_overrides()).encode())
+    digest.update(b"\0overrides\0" + repr(xla_option_overrides()).encode())
     digest.update(b"\0XLA_FLAGS\0" + " ".join(xla_flags()).encode())
     return "CompileOptions+XLA_FLAGS:" + digest.hexdigest()[:16]
 
