@@ -38,9 +38,11 @@ def _run_in_flight_for(seconds, started):
     return time.perf_counter()
 
 
-def _background_checkpoints(started, resumed, count):
-    cooperative.step_aside(tiers._wait_for_runs)
+def _background_checkpoints(started, resumed, count, pause=None):
+    pause = pause or tiers.StepAside()
+    cooperative.step_aside(pause)
     started.wait()
+    pause.start_job()
     for _ in range(count):
         cooperative.checkpoint()
     resumed.append(time.perf_counter())
@@ -69,6 +71,36 @@ def test_a_checkpoint_waits_at_most_max_pause(monkeypatch):
     worker.join()
     runner.join()
     assert resumed[0] < ended[0] - 1.0
+
+
+def test_background_work_waits_less_than_it_works(monkeypatch):
+    """Under a run that never ends, each checkpoint waits only while the job has waited less
+    than it has worked: background work goes on at half its speed at least."""
+    monkeypatch.setattr(tiers, "MAX_PAUSE", 0.02)
+    started = threading.Event()
+    runner = threading.Thread(target=_run_in_flight_for, args=(1.5, started))
+    pause = tiers.StepAside()
+    waits = []
+
+    def background():
+        cooperative.step_aside(pause)
+        started.wait()
+        pause.start_job()
+        for _ in range(40):
+            before = pause.paused
+            cooperative.checkpoint()
+            waits.append(pause.paused > before)
+            t = time.perf_counter()
+            while time.perf_counter() - t < 0.005:   # an equation's work
+                pass
+    worker = threading.Thread(target=background)
+    runner.start()
+    worker.start()
+    worker.join()
+    runner.join()
+    worked = time.perf_counter() - pause.started - pause.paused
+    assert any(waits) and not all(waits)
+    assert pause.paused <= worked + tiers.MAX_PAUSE
 
 
 def test_other_threads_never_wait():

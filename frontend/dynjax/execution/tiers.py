@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 import weakref
 from typing import Callable, Dict, Hashable, Optional
 
@@ -218,7 +219,8 @@ class _Queue:
     def _work(self):
         _lower_priority()
         _worker.active = True
-        cooperative.step_aside(_wait_for_runs)
+        pause = StepAside()
+        cooperative.step_aside(pause)
         while True:
             with self.lock:
                 while not self.jobs and not self.closed:
@@ -228,6 +230,7 @@ class _Queue:
                 job = min(self.jobs.values(), key=_Job.order)
                 del self.jobs[job.key]
                 self.running = job
+            pause.start_job()
             try:
                 if job.subject is None:
                     job.fn()
@@ -318,12 +321,29 @@ def dropped() -> int:
 MAX_PAUSE = 0.05
 
 
-def _wait_for_runs():
-    """The compile thread's pause at a checkpoint: while runs of compiled programs are in
-    flight, wait for them (they need the GIL back at each of their steps)."""
-    from .. import runtime
-    if runtime.runs_in_flight():
+class StepAside:
+    """The compile thread's pause at a checkpoint (``core.cooperative``): while runs of compiled
+    programs are in flight, wait for them (they need the GIL back at each of their steps), at
+    most ``MAX_PAUSE`` at a time, and only while the job has waited less than it has worked:
+    under runs that never stop (threads serving calls back to back), background work still
+    goes at half its speed."""
+
+    def __init__(self):
+        self.start_job()
+
+    def start_job(self) -> None:
+        self.started = time.perf_counter()
+        self.paused = 0.0
+
+    def __call__(self) -> None:
+        from .. import runtime
+        if not runtime.runs_in_flight():
+            return
+        now = time.perf_counter()
+        if self.paused > now - self.started - self.paused:
+            return
         runtime.wait_for_runs(MAX_PAUSE)
+        self.paused += time.perf_counter() - now
 
 
 def _lower_priority():
