@@ -145,6 +145,24 @@ def sharded_reductions_see_only_the_logical_rows():
 
 
 @case
+def sharded_max_and_min_keep_nan():
+    """A NaN in a sharded max / min reduction is NaN (the partitioned program counts NaNs
+    beside the max: XLA:CPU's YNNPACK reductions would drop them), on rows of 64 and more."""
+    mesh = dynjax.make_mesh((4,), ("data",))
+    rows = NamedSharding(mesh, P("data"))
+    f = dynjax.qjit(lambda x: (x.max(axis=0), x.min(axis=1), x.max()),
+                    abstracted_axes=({0: "n"},), in_shardings=rows)
+    for n in (5, 130, 301):
+        x = np.random.default_rng(n).standard_normal((n, 70))
+        x[n // 2, 3] = np.nan
+        x[n // 3, 5] = np.inf
+        mx, mn, whole = f(x)
+        np.testing.assert_array_equal(mx, x.max(axis=0))
+        np.testing.assert_array_equal(mn, x.min(axis=1))
+        assert np.isnan(whole)
+
+
+@case
 def out_shardings_and_2d_meshes():
     mesh = dynjax.make_mesh((2, 2), ("x", "y"))
     a_sh = NamedSharding(mesh, P("x", None))

@@ -38,39 +38,39 @@ def _run_in_flight_for(seconds, started):
     return time.perf_counter()
 
 
-def _background_checkpoints(started, resumed, count, pause=None):
-    pause = pause or tiers.StepAside()
-    cooperative.step_aside(pause)
-    started.wait()
-    pause.start_job()
-    for _ in range(count):
-        cooperative.checkpoint()
-    resumed.append(time.perf_counter())
+def _checkpoints_beside_a_run(run_seconds, checkpoints=3):
+    """A run in flight for ``run_seconds`` on one thread, a background job going through
+    ``checkpoints`` checkpoints on another: when the run ended, and when the job went on."""
+    started, ended, resumed = threading.Event(), [], []
+    pause = tiers.StepAside()
+
+    def background():
+        cooperative.step_aside(pause)
+        started.wait()
+        pause.start_job()
+        for _ in range(checkpoints):
+            cooperative.checkpoint()
+        resumed.append(time.perf_counter())
+    runner = threading.Thread(target=lambda: ended.append(_run_in_flight_for(run_seconds, started)))
+    worker = threading.Thread(target=background)
+    runner.start()
+    worker.start()
+    worker.join()
+    runner.join()
+    return ended[0], resumed[0]
 
 
 def test_the_compile_thread_waits_at_checkpoints_while_a_run_is_in_flight(monkeypatch):
     monkeypatch.setattr(tiers, "MAX_PAUSE", 30.0)
-    started, ended, resumed = threading.Event(), [], []
-    runner = threading.Thread(target=lambda: ended.append(_run_in_flight_for(0.3, started)))
-    worker = threading.Thread(target=_background_checkpoints, args=(started, resumed, 3))
-    runner.start()
-    worker.start()
-    runner.join()
-    worker.join()
-    assert resumed[0] >= ended[0]
+    ended, resumed = _checkpoints_beside_a_run(0.3)
+    assert resumed >= ended
 
 
 def test_a_checkpoint_waits_at_most_max_pause(monkeypatch):
     """A run longer than MAX_PAUSE shares the GIL: the background work goes on meanwhile."""
     monkeypatch.setattr(tiers, "MAX_PAUSE", 0.01)
-    started, ended, resumed = threading.Event(), [], []
-    runner = threading.Thread(target=lambda: ended.append(_run_in_flight_for(3.0, started)))
-    worker = threading.Thread(target=_background_checkpoints, args=(started, resumed, 3))
-    runner.start()
-    worker.start()
-    worker.join()
-    runner.join()
-    assert resumed[0] < ended[0] - 1.0
+    ended, resumed = _checkpoints_beside_a_run(3.0)
+    assert resumed < ended - 1.0
 
 
 def test_background_work_waits_less_than_it_works(monkeypatch):

@@ -14,6 +14,7 @@ from ..core.avals import is_complex_dtype, is_float_dtype, real_dtype
 from ..lax import primitives as P
 from .context import LoweringContext, tensor_type
 from .core import register_lowering
+from .manual import program_devices
 from .rules import _BOOL, _I64, _in, _out, _scalar_type
 
 # ----------------------------------------------------------------------------------------------
@@ -62,9 +63,13 @@ def _reduction(prim, name):
             op = bool_op if a.dtype == _BOOL else op
             init = ctx.constant(_identity(name, a.dtype), a.dtype)
             body = lambda acc, xs: [op(acc[0], xs[0]).result]  # noqa: E731
-            if name in ("max", "min") and is_float_dtype(a.dtype):
+            keep_nan = name in ("max", "min") and is_float_dtype(a.dtype)
+            partitioned = program_devices() is not None
+            if keep_nan and not partitioned:
                 body = _nan_keeping(op)
             out = reduce(ctx, [x], [init], sorted(axes), body, [ctx.ir_type(_out(eqn))])[0]
+            if keep_nan and partitioned:
+                out = _nan_where_any(ctx, x, out, sorted(axes), _out(eqn), a.dtype)
         if name == "sum" and (is_float_dtype(a.dtype) or is_complex_dtype(a.dtype)):
             out = _no_negative_zero(ctx, out, a.dtype)
         return out
@@ -72,8 +77,8 @@ def _reduction(prim, name):
 
 
 def _nan_keeping(op):
-    """The body of a float max / min reduction: ``op``, and NaN wherever the running value is
-    NaN. ``stablehlo.maximum`` alone propagates NaN, but XLA:CPU hands a reduction whose
+    """The body of a float max / min reduction of a program on one device: ``op``, and NaN
+    wherever the running value is NaN. ``stablehlo.maximum`` alone propagates NaN, but XLA:CPU hands a reduction whose
     body is that one operation to YNNPACK, which drops NaN (a max over a row of 64 or more
     holding a NaN came out a number: ``tests/test_nan_reductions.py``); with the select, XLA
     emits the reduction itself."""
@@ -83,6 +88,19 @@ def _nan_keeping(op):
         return [hlo.SelectOp(hlo.CompareOp(a, a, hlo.ComparisonDirectionAttr.get("NE"),
                                            compare_type=hlo.ComparisonTypeAttr.get("FLOAT")).result, a, m).result]
     return body
+
+
+def _nan_where_any(ctx, x, out, axes, out_aval, dtype):
+    """``out`` (a max / min of ``x`` over ``axes``) with NaN where the reduced elements hold one,
+    counted by a sum: for a program partitioned over devices, whose partitioner splits only
+    reductions of one known operation (a max beside a sum of NaN counts; ``_nan_keeping``'s
+    body is not one it knows)."""
+    is_nan = ctx.compare(x, x, "NE", dtype)
+    count = reduce(ctx, [hlo.ConvertOp(x.type, is_nan).result], [ctx.constant(0, dtype)], axes,
+                   lambda acc, xs: [hlo.AddOp(acc[0], xs[0]).result], [ctx.ir_type(out_aval)])[0]
+    zero = ctx.broadcast_scalar_like(ctx.constant(0, dtype), out)
+    nan = ctx.broadcast_scalar_like(ctx.constant(np.nan, dtype), out)
+    return hlo.SelectOp(ctx.compare(count, zero, "GT", dtype), nan, out).result
 
 
 def _no_negative_zero(ctx, x, dtype):
