@@ -78,10 +78,10 @@ def _reduction(prim, name):
 
 def _nan_keeping(op):
     """The body of a float max / min reduction of a program on one device: ``op``, and NaN
-    wherever the running value is NaN. ``stablehlo.maximum`` alone propagates NaN, but XLA:CPU hands a reduction whose
-    body is that one operation to YNNPACK, which drops NaN (a max over a row of 64 or more
-    holding a NaN came out a number: ``tests/test_nan_reductions.py``); with the select, XLA
-    emits the reduction itself."""
+    wherever the running value is NaN. ``stablehlo.maximum`` alone propagates NaN, but
+    XLA:CPU hands a reduction whose body is that one operation to YNNPACK, which drops NaN (a
+    max over a row of 64 or more holding a NaN came out a number:
+    ``tests/test_nan_reductions.py``); with the select, XLA emits the reduction itself."""
     def body(acc, xs):
         a, x = acc[0], xs[0]
         m = op(a, x).result
