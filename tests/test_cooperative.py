@@ -20,15 +20,15 @@ def test_a_run_is_in_flight_while_xla_runs_it(monkeypatch):
     seen = []
     for name in ("_host_outputs", "_outputs"):     # a run's outputs, as XLA finishes it
         def outputs(exe, outs, _original=getattr(runtime.xla, name)):
-            seen.append(runtime.runs_in_flight())
+            seen.append(runtime.active_runs())
             return _original(exe, outs)
         monkeypatch.setattr(runtime.xla, name, outputs)
     f = dynjax.qjit(lambda x: x * 2)
-    assert runtime.runs_in_flight() == 0
+    assert runtime.active_runs() == 0
     for n in (3, 3):
         np.testing.assert_array_equal(f(np.arange(float(n))), np.arange(float(n)) * 2)
     assert seen == [1, 1]
-    assert runtime.runs_in_flight() == 0    # the run is over when the call returns
+    assert runtime.active_runs() == 0    # the run is over when the call returns
 
 
 def _run_in_flight_for(seconds, started):
@@ -116,7 +116,7 @@ def test_other_threads_never_wait():
         cooperative.checkpoint()            # this thread did not step aside
     waited = time.perf_counter() - t
     runner.join()
-    assert waited < 0.25 and runtime.runs_in_flight() == 0
+    assert waited < 0.25 and runtime.active_runs() == 0
 
 
 def test_background_compiles_still_finish_while_runs_go_on(compile_ahead):

@@ -337,12 +337,12 @@ class StepAside:
 
     def __call__(self) -> None:
         from .. import runtime
-        if not runtime.runs_in_flight():
+        if not runtime.active_runs():
             return
         now = time.perf_counter()
         if self.paused > now - self.started - self.paused:
             return
-        runtime.wait_for_runs(MAX_PAUSE)
+        runtime.wait_until_no_active_run(MAX_PAUSE)
         self.paused += time.perf_counter() - now
 
 

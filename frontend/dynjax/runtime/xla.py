@@ -57,8 +57,8 @@ __all__ = [
     "compile_options_id",
     "ensure_lapack_targets",
     "StaleExecutableError",
-    "runs_in_flight",
-    "wait_for_runs",
+    "active_runs",
+    "wait_until_no_active_run",
 ]
 
 # --------------------------------------------------------------------------
@@ -430,7 +430,7 @@ class Executable:
         array of exactly the input's shape and dtype or a scalar of one of ``scalar_types``.
         ``interruptible`` (default: ``wait_interruptibly``) says whether to wait for the run
         on a runner thread, so that Ctrl-C is heard during it. The run counts as in flight
-        (``runs_in_flight``) from its first transfer to its last output."""
+        (``active_runs``) from its first transfer to its last output."""
         _flight_append(None)
         try:
             return self._call_exact(args, interruptible)
@@ -495,21 +495,23 @@ class _Waiting:
         self.abandoned = False
 
 
-# the runs between their first transfer and their last output, on any thread (one entry
-# each): background work waits for none to be (``wait_for_runs``, ``core.cooperative``). A
-# deque, whose append, pop and len are atomic: ~0.1 us a run, where a lock and a condition
+# the active runs: between their first transfer and their last output, on any thread (one
+# entry each); background work waits for none to be (``wait_until_no_active_run``,
+# ``core.cooperative``). (``runners.runs_in_flight`` counts only the runs on runner threads.)
+# A deque, whose append, pop and len are atomic: ~0.1 us a run, where a lock and a condition
 # variable cost 1.4 us on a 8 us run.
 _flight: "collections.deque" = collections.deque()
 _flight_append, _flight_pop = _flight.append, _flight.pop
 
 
-def runs_in_flight() -> int:
-    """How many runs of compiled programs are in flight now (``Executable.call_exact``)."""
+def active_runs() -> int:
+    """How many runs of compiled programs are active now, on any thread
+    (``Executable.call_exact``)."""
     return len(_flight)
 
 
-def wait_for_runs(timeout: float) -> bool:
-    """Wait until no run is in flight, or ``timeout`` seconds (polling every 0.2 ms, the GIL
+def wait_until_no_active_run(timeout: float) -> bool:
+    """Wait until no run is active, or ``timeout`` seconds (polling every 0.2 ms, the GIL
     released meanwhile); whether none is."""
     end = time.perf_counter() + timeout
     while _flight:
