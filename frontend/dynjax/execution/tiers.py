@@ -329,6 +329,8 @@ class StepAside:
     goes at half its speed."""
 
     def __init__(self):
+        from .. import runtime   # (once: the pause runs at every equation the thread handles)
+        self._active, self._wait = runtime.active_runs, runtime.wait_until_no_active_run
         self.start_job()
 
     def start_job(self) -> None:
@@ -336,13 +338,12 @@ class StepAside:
         self.paused = 0.0
 
     def __call__(self) -> None:
-        from .. import runtime
-        if not runtime.active_runs():
+        if not self._active():
             return
         now = time.perf_counter()
         if self.paused > now - self.started - self.paused:
             return
-        runtime.wait_until_no_active_run(MAX_PAUSE)
+        self._wait(MAX_PAUSE)
         self.paused += time.perf_counter() - now
 
 
