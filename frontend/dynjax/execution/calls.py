@@ -26,13 +26,14 @@ class ProgramCall:
         self.steady = program.capacity.run_steady if program.capacity is not None else None
 
     def call_exact(self, args):
-        dtypes = self.dtypes
-        args = self.dims + [x if type(x) is np.ndarray else np.asarray(x, dtypes[i]) for i, x in enumerate(args)]
         steady = self.steady
         if steady is not None:
-            outs = steady(args)
+            # the arguments as they are: the run converts what its executable does not take
+            outs = steady(self.dims + list(args) if self.dims else args)
             if outs is not None:
                 return outs
+        dtypes = self.dtypes
+        args = self.dims + [x if type(x) is np.ndarray else np.asarray(x, dtypes[i]) for i, x in enumerate(args)]
         return self.program.run(args)
 
 

@@ -132,9 +132,11 @@ class PaddedRun:
         self.exe = exe
         self.text = text   # the static module (introspection: f.mlir_specialized)
         self.long = long   # runs wait interruptibly: a bool, or a function of the inputs (long_runs)
-        # per input: its padded shape (None: a scalar) and dtype; per output: where it is, and
-        # how to cut it (``_cut``)
-        self._ins = [(shape, aval.dtype) for shape, aval in zip(program.in_shapes, program.in_avals)]
+        # per input: its padded shape (None: a scalar), dtype, and the scalar types the
+        # executable takes as they are (a Python int for an int64 scalar: no conversion); per
+        # output: where it is, and how to cut it (``_cut``)
+        self._ins = [(shape, aval.dtype, exe.scalar_types(i) if shape is None else ())
+                     for i, (shape, aval) in enumerate(zip(program.in_shapes, program.in_avals))]
         self._outs = [(at, m, _cut(dims)) for at, m, dims in zip(program.out_index, program.out_meta, program.out_dims)]
 
     def __call__(self, args: Sequence[Any]) -> List[np.ndarray]:
@@ -145,8 +147,10 @@ class PaddedRun:
         as numpy values of their dtypes, then the host prologue's values."""
         p = self.program
         inputs = []
-        for x, (shape, dtype) in zip(args, self._ins):
+        for x, (shape, dtype, scalars) in zip(args, self._ins):
             if x.__class__ is np.ndarray and x.dtype == dtype and (shape is None or x.shape == shape):
+                inputs.append(x)
+            elif x.__class__ in scalars:
                 inputs.append(x)
             elif shape is None:
                 inputs.append(np.asarray(x, dtype))

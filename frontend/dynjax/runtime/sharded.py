@@ -133,6 +133,11 @@ class ShardedExecutable:
         self._shardings = [_jax.GSPMDSharding(device_list, _xc.HloSharding.from_string(lay.hlo(self.device_ids)))
                            for lay in self.in_layouts]
 
+    def scalar_types(self, i: int) -> tuple:
+        """The scalar types input ``i`` takes as they are: none (every argument becomes a
+        numpy array here), as ``Executable.scalar_types`` says for one device."""
+        return ()
+
     def partitioned_hlo(self) -> str:
         """The per-device program XLA's partitioner made (introspection)."""
         return "\n".join(m.to_string() for m in self.loaded.hlo_modules())
