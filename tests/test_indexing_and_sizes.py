@@ -194,6 +194,30 @@ def test_a_size_beyond_int64_is_too_large_not_negative():
         f(2**64 - 1)
 
 
+@pytest.mark.parametrize("kind", ["host tier", "compiled", "resizing loop"])
+def test_an_int_beyond_int64_after_a_call_names_the_argument(kind):
+    """After a first call, later calls take the dispatch table's direct plan; an integer
+    argument that does not fit int64 there gets the first call's ValueError, not numpy's
+    OverflowError."""
+    if kind == "host tier":
+        f = qjit(lambda n: jnp.ones(3) * n)
+    elif kind == "compiled":
+        f = qjit(lambda x, n: x * n, abstracted_axes=({0: "m"}, None))
+    else:
+        f = qjit(lambda x, n: for_loop(0, n, 1, allow_array_resizing=True)(
+            lambda i, a: jnp.concatenate([a, a[:1] + i]))(x))
+    x = np.arange(5000.0)
+    args = (3,) if kind == "host tier" else (x, 3)
+    expect = {"host tier": np.ones(3) * 3, "compiled": x * 3,
+              "resizing loop": np.concatenate([x, x[0] + np.arange(3.0)])}[kind]
+    for _ in range(3):
+        np.testing.assert_array_equal(f(*args), expect)
+    for big in (2**63, 2**70, -2**63 - 1):
+        with pytest.raises(ValueError, match=r"argument (0|1) is -?\d+, (too large for|below the smallest) int64"):
+            f(*args[:-1], big)
+    np.testing.assert_array_equal(f(*args), expect)
+
+
 # --- item 16: a closed cost converts to a number ------------------------------------------------------
 def test_a_closed_cost_converts_to_a_number():
     c = dynjax.cost_analysis(lambda a, b: a @ b, np.ones((3, 5)), np.ones((5, 7)))

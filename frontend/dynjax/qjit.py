@@ -338,7 +338,31 @@ class QJIT:
                     return pytree.tree_unflatten(entry.traced.out_tree, [outs[i] for i in explicit])
             return self._call(*args, **kwargs)
         except Exception as e:
-            raise user_error(e)
+            # a Python int beyond its dtype, met by a direct plan: the first call's error
+            raise user_error((not kwargs and self._out_of_range(args)) or e)
+
+    def _out_of_range(self, args):
+        """The ValueError naming the first integer argument that does not fit its traced dtype
+        (as a first call reports it: ``coerce_leaf``), when a direct plan serves ``args``;
+        else None. Only on the error path: a plan's runtime meets such an int as numpy's
+        OverflowError or a dtype mismatch."""
+        if not any(type(x) is int and not -2**63 <= x < 2**63 for x in args):
+            return None
+        try:
+            plan = self._fast_plan(args)
+        except Exception:
+            return None
+        if plan is None:
+            return None
+        entry = plan[0]
+        where = entry.traced.signature.leaf_where
+        for i, (x, dtype) in enumerate(zip(args, entry.dtypes)):
+            if type(x) is int:
+                try:
+                    coerce_leaf(x, dtype, where[i])
+                except ValueError as err:
+                    return err
+        return None
 
     def _fast_plan(self, args):
         """The dispatch table's plan for these positional arguments, or None (as looked up by
