@@ -100,11 +100,16 @@ def coerce_leaf(x, dtype, where: str):
     raise TypeError(f"{where} is a {type(x).__name__}, not an array or scalar")
 
 
+class IntegerArgumentOverflow(OverflowError, ValueError):
+    """An integer argument that does not fit its traced dtype: an OverflowError, as ``jax.jit``
+    raises for it, and a ValueError (a bad argument value)."""
+
+
 def _check_int_range(x, dtype, where):
     """An integer argument that does not fit its traced dtype (``np.uint64(2**64 - 1)`` for an
     ``i64`` size) is an error, not a silent wrap-around to a negative size."""
     v, info = int(x), np.iinfo(dtype)
     if not info.min <= v <= info.max:
-        raise ValueError(f"{where} is {v}, too large for {np.dtype(dtype).name} (integer arguments "
+        raise IntegerArgumentOverflow(f"{where} is {v}, too large for {np.dtype(dtype).name} (integer arguments "
                          f"and sizes must lie in [{info.min}, {info.max}])" if v > info.max else
                          f"{where} is {v}, below the smallest {np.dtype(dtype).name} ({info.min})")
