@@ -55,7 +55,7 @@ _REDUCERS = {
 
 
 def _reduction(prim, name):
-    def rule(ctx, eqn, x, *, axes):
+    def rule(ctx, eqn, x, *, axes, keep_nan=True):
         a = _in(eqn)
         out = x
         if axes:
@@ -63,7 +63,9 @@ def _reduction(prim, name):
             op = bool_op if a.dtype == _BOOL else op
             init = ctx.constant(_identity(name, a.dtype), a.dtype)
             body = lambda acc, xs: [op(acc[0], xs[0]).result]  # noqa: E731
-            keep_nan = name in ("max", "min") and is_float_dtype(a.dtype)
+            # a float max / min that must give NaN when a NaN is reduced (unless the caller
+            # said that its result does not depend on it: ``lax.api.reduce_max_shift``)
+            keep_nan = keep_nan and name in ("max", "min") and is_float_dtype(a.dtype)
             partitioned = program_devices() is not None
             if keep_nan and not partitioned:
                 body = _nan_keeping(op)

@@ -29,6 +29,7 @@ from .. import lax
 from .. import numpy as jnp
 from ..core.avals import is_inexact_dtype
 from ..core.trace import Tracer, typeof
+from ..lax import api as lax_api
 from ..lax.api import canonicalize_dim
 from ..numpy._promote import broadcast_arrays
 from ..transforms.custom import custom_jvp
@@ -134,11 +135,13 @@ def _masked_sum(x, axis, where, keepdims):
 
 
 def _masked_max(x, axis, where, keepdims, initial=-np.inf):
-    """The maximum over ``axis`` of the elements ``where`` holds, at least ``initial``."""
+    """The maximum over ``axis`` of the elements ``where`` holds, at least ``initial``: the
+    shift of softmax, log_softmax and logsumexp, whose results are NaN wherever a NaN takes
+    part, whatever the shift; so a NaN may be dropped from it (``reduce_max_shift``)."""
     fill = _const(initial, x)
     if where is not None:
         x = jnp.where(where, x, fill)
-    m = lax.reduce_max(x, tuple(axis))   # -inf over an empty axis (jnp.max refuses it)
+    m = lax_api.reduce_max_shift(x, tuple(axis))   # -inf over an empty axis (jnp.max refuses it)
     if keepdims:
         m = jnp.expand_dims(m, tuple(axis))
     return jnp.maximum(m, fill)

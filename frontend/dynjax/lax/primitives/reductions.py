@@ -15,7 +15,7 @@ from .elementwise import _arr, check_kinds
 
 
 def _reduce_abstract(name, kinds="any"):
-    def rule(x, *, axes):
+    def rule(x, *, axes, keep_nan=True):
         a = aval(x)
         check_kinds(name, kinds, a)
         for ax in axes:
@@ -26,7 +26,8 @@ def _reduce_abstract(name, kinds="any"):
 
 
 def _reduce(name, fn, identity_ok=True, kinds="any"):
-    def impl(x, *, axes):
+    # ``keep_nan`` (reduce_max / reduce_min only, bound only when False): see ``lax.api``
+    def impl(x, *, axes, keep_nan=True):
         x = _arr(x)
         check_kinds(name, kinds, aval(x))
         if not identity_ok and any(x.shape[ax] == 0 for ax in axes):

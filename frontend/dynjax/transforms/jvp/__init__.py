@@ -444,9 +444,9 @@ jvp_rules[P.cumprod_p] = _cumprod_rule
 
 
 def _reduce_extremum(primitive):
-    def rule(primals, tangents, *, axes):
+    def rule(primals, tangents, *, axes, **params):
         (x,), (t,) = primals, tangents
-        out = primitive.bind(x, axes=axes)
+        out = primitive.bind(x, axes=axes, **params)
         # the mean of the tangents at the positions holding the extremum (ties split evenly)
         xa = typeof(x)
         at_extremum = _mask(P.eq_p.bind(x, lax.broadcast_in_dim(out, xa.shape, _kept_dims(xa.ndim, axes))), x)
