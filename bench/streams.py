@@ -1,10 +1,11 @@
 """Streams of sizes: 50 calls at distinct sizes in 1..2000, dynjax beside its peers (issue 22).
 
-    pip install -e ".[bench]" && python bench/streams.py [--calls 50] [--top 2000] [--only NAME]
+    pip install -e ".[bench]" && python bench/streams.py [--calls 50] [--top 2000] [--only NAME] [--alone]
     pip install torch==2.13.0   # optional: adds the torch.compile(dynamic=True) column
 
 Five streams, the same sizes and the same arrays for every framework, in one process, the
-frameworks interleaved call by call (call k of every framework runs before call k+1 of any):
+frameworks interleaved call by call (call k of every framework runs before call k+1 of any;
+``--alone``: each framework's whole stream in turn):
 
 * ``mlp``       ``tanh(x @ W1) @ W2``, x ``(n, 64)``
 * ``attention`` ``softmax(q k^T / 8) v``, q k v ``(n, 64)``
@@ -243,22 +244,37 @@ STREAMS = {
 
 # ----------------------------------------------------------------------------------------------
 # measurement
-def run_stream(name, calls, top, seed=0):
+def run_stream(name, calls, top, seed=0, alone=False):
+    """The stream's calls for every framework: interleaved call by call (call k of every
+    framework before call k + 1 of any), or with ``alone`` each framework's whole stream in
+    turn (dynjax's background compiles then overlap only its own calls, and nothing else's
+    worker threads -- OpenBLAS's spin for ~0.1 s after numpy's matrix products -- are awake
+    beside a call)."""
     make_inputs, np_f, frameworks = STREAMS[name]
     rng = np.random.default_rng(seed)
     sizes = rng.choice(np.arange(1, top + 1), size=calls, replace=False)
     inputs = [make_inputs(rng, int(n)) for n in sizes]
+    wants = [np_f(*args) for args in inputs]
     fws = frameworks()
     fws["numpy"] = np_f
     times = {k: [] for k in fws}
-    for k, args in enumerate(inputs):
-        want = np_f(*args)
+
+    def call(fw, k):
+        t = pc()
+        got = fws[fw](*inputs[k])
+        times[fw].append(pc() - t)
+        np.testing.assert_allclose(np.asarray(got), wants[k], rtol=1e-7, atol=1e-9,
+                                   err_msg=f"{name} / {fw} at n = {sizes[k]}")
+    if alone:
         for fw in fws:
-            t = pc()
-            got = fws[fw](*args)
-            times[fw].append(pc() - t)
-            np.testing.assert_allclose(np.asarray(got), want, rtol=1e-7, atol=1e-9,
-                                       err_msg=f"{name} / {fw} at n = {sizes[k]}")
+            for k in range(len(inputs)):
+                call(fw, k)
+            if fw == "dynjax":
+                tiers.wait_for_background()
+    else:
+        for k in range(len(inputs)):
+            for fw in fws:
+                call(fw, k)
     info = fws["dynjax"].cache_info() if hasattr(fws["dynjax"], "cache_info") else {}
     tiers.wait_for_background()
     return sizes, times, info
@@ -336,11 +352,15 @@ def main(argv=None):
     ap.add_argument("--top", type=int, default=2000)
     ap.add_argument("--only", action="append", choices=sorted(STREAMS))
     ap.add_argument("--compile", action="store_true", help="also the compile-time scaling")
+    ap.add_argument("--alone", action="store_true",
+                    help="each framework's whole stream in turn, not interleaved call by call")
     args = ap.parse_args(argv)
     with open("/proc/loadavg") as fh:
         print("load average at start:", " ".join(fh.read().split()[:3]))
+    if args.alone:
+        print("each framework's stream alone, one framework after another")
     for name in args.only or STREAMS:
-        sizes, times, info = run_stream(name, args.calls, args.top)
+        sizes, times, info = run_stream(name, args.calls, args.top, alone=args.alone)
         print_stream(name, sizes, times, info)
     if args.compile:
         compile_scaling()
