@@ -53,6 +53,9 @@ def _signed_zero_extremum(fn, winner_is_negative):
     def reduce(x, axis):
         out = fn(x, axis=axis)
         if is_float_dtype(x.dtype):
+            with np.errstate(invalid="ignore"):
+                if not np.any(out == 0):   # no zero result (the usual case): nothing to pick
+                    return out
             pos = np.zeros((), x.dtype)
             neg = -pos
             with np.errstate(invalid="ignore"):
