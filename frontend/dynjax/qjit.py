@@ -152,7 +152,7 @@ class QJIT:
         self._by_concrete = BoundedCache(self.cache_size)   # concrete leaf signature -> _Entry
         self._fast = BoundedCache(self.cache_size, executables=True)   # fast key -> (entry, executable, ...): see __call__
         self._inlined = BoundedCache(self.cache_size)   # abstract signature -> TracedFunction (_call_inlined)
-        self._fast_hit = self._fast._data.get          # its lookup without the recency update
+        self._fast_hit = self._fast.peek               # its lookup without the recency update
         self._last: Optional[_Entry] = None   # introspection only (f.jaxpr): the latest call's trace
         self._aot_leaves = None
         self._aot_traced = False   # traced at decoration (explain: not a cache miss of a call)
@@ -342,12 +342,10 @@ class QJIT:
             raise user_error((not kwargs and self._out_of_range(args)) or e)
 
     def _out_of_range(self, args):
-        """The ValueError naming the first integer argument that does not fit its traced dtype
+        """The error naming the first integer argument that does not fit its traced dtype
         (as a first call reports it: ``coerce_leaf``), when a direct plan serves ``args``;
         else None. Only on the error path: a plan's runtime meets such an int as numpy's
         OverflowError or a dtype mismatch."""
-        if not any(type(x) is int and not -2**63 <= x < 2**63 for x in args):
-            return None
         try:
             plan = self._fast_plan(args)
         except Exception:

@@ -116,7 +116,7 @@ class HostEpilogue:
         self.packed = packed              # ... or one i64 vector of them
         self.dtypes = [v.aval.dtype for v in jaxpr.invars]
         self.memo = BoundedCache(REMEMBERED)
-        self._memo_hit = self.memo._data.get   # a lookup without the recency update (every run)
+        self._memo_hit = self.memo.peek   # a lookup without the recency update (every run)
 
     def values(self, inputs: Sequence[Any], outs: Sequence[Any]) -> List[int]:
         device = outs[self.first_out].tolist() if self.packed else [int(o) for o in outs[self.first_out:]]

@@ -61,6 +61,9 @@ class BoundedCache:
     def __init__(self, maxsize: Optional[int] = None, executables: bool = False):
         self.maxsize = default_cache_size() if maxsize is None else check_cache_size(maxsize)
         self._data: "OrderedDict[Hashable, Any]" = OrderedDict()
+        #: ``peek(key, default=None)``: the cached value without refreshing its recency (the
+        #: dict's own ``get``: for lookups on a hot call path; ``get`` keeps the LRU order)
+        self.peek = self._data.get
         self._fills: Dict[Hashable, _Fill] = {}
         self._lock = threading.Lock()
         self.evictions = 0

@@ -241,7 +241,7 @@ class CapacityProgram:
         self.ints = [i for i, v in enumerate(jaxpr.invars) if _is_int_scalar(v)]
         # int values -> (PaddedRun, long) serving those inputs directly (None: no longer)
         self.steady = BoundedCache(stats.cache_size)
-        self._steady_hit = self.steady._data.get   # its lookup without the recency update
+        self._steady_hit = self.steady.peek   # its lookup without the recency update
         self.repeats = BoundedCache(stats.cache_size)   # int values -> _Repeats
         self.completed_any = False
         self.compile_seconds: Optional[float] = None    # the mean time of this program's compiles
