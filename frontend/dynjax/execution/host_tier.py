@@ -23,9 +23,10 @@ into a constant; the calls of custom derivative and batching rules and ``checkpo
 inlined), its arguments,
 constants and sizes hold at most ``MAX_ELEMENTS`` elements each (no value it computes more
 than ``MAX_VALUE_ELEMENTS``, its folded constants at most ``MAX_HELD_BYTES``), and its
-estimated time (a fixed cost per equation, more
-for an impl rule than for a direct call, plus a cost per element) is at most
-``BUDGET_SECONDS``: the same decision on every run and machine. Results are numpy's, as eager
+estimated time on the host (a fixed cost per equation, more for an impl rule than for a
+direct call, plus a cost per element) is at most its estimated time on XLA (a fixed cost per
+run, ``XLA_RUN_SECONDS``, plus a cost per element): the same decision on every run and
+machine. Results are numpy's, as eager
 dynjax's: transcendental functions within a few ulps of XLA's, subnormals kept where XLA's
 CPU code flushes them (``tests/test_eager_vs_compiled.py``); they never share memory with
 the arguments.
@@ -59,20 +60,32 @@ MAX_HELD_BYTES = 1 << 18
 RECORD_EQUATIONS = 20000
 #: at most this many equations
 MAX_EQUATIONS = 64
-#: the host runs a program whose estimated time is at most this (on a 2-core x86 machine an
-#: XLA run of a small program takes ~7.5 us through the dispatch table, which adds ~1 us to
-#: either). An estimate rather than a timing, so that which tier serves a program at given
-#: sizes, and so the last bits of its results, do not depend on the machine's load.
-BUDGET_SECONDS = 6e-6
-#: estimated cost of one equation (measured on that machine): a direct numpy call, a view
-#: (reshape, squeeze, a broadcast that the ufuncs reading it do themselves), an impl rule
+#: Which tier runs a program at given sizes is decided by two estimates of its run time, the
+#: host's and XLA's, made from its equations and sizes: the host runs it when its estimate
+#: is at most XLA's. Estimates rather than timings, so that the choice, and so the last bits
+#: of the results, do not depend on the machine's load. Measured on a 2-core x86 machine.
+#:
+#: XLA: any run through the dispatch table costs this (putting the arguments, launching,
+#: reading the results back; ~8-9 us for one addition of 10 floats) ...
+XLA_RUN_SECONDS = 8e-6
+#: ... and, fused into loops, each element an elementwise step writes (a transcendental
+#: function ~1.3 ns, arithmetic next to nothing), each element a reduction reads (~2-4 ns:
+#: XLA:CPU's reductions of a few thousand elements are slow) and each product of a matrix
+#: product (~0.4 ns at 16-64 rows; more from ~32 x 32 x 32 on, where its thread pool joins)
+XLA_ELEMENT_SECONDS = 0.1e-9
+XLA_TRANSCENDENTAL_SECONDS = 1.3e-9
+XLA_REDUCED_SECONDS = 2.5e-9
+XLA_PRODUCT_SECONDS = 0.4e-9
+#: the host: each equation costs a fixed time (a direct numpy call, a view: reshape, squeeze,
+#: a broadcast that the ufuncs reading it do themselves, an impl rule) ...
 DIRECT_SECONDS = 0.6e-6
 VIEW_SECONDS = 0.2e-6
 IMPL_SECONDS = 3e-6
-#: and of each element it writes (or reads, for a reduction; each product of a matrix
-#: product), more for a transcendental function
+#: ... and one per element it writes (or reads, for a reduction), more for a transcendental
+#: function, and per product of a matrix product (BLAS)
 ELEMENT_SECONDS = 0.5e-9
 TRANSCENDENTAL_SECONDS = 2.5e-9
+PRODUCT_SECONDS = 0.15e-9
 
 POLICIES = ("auto", "off", "always")
 #: ``$DYNJAX_HOST_TIER`` (``0`` / ``1`` mean off / auto)
@@ -89,7 +102,7 @@ policy = EnvChoice("DYNJAX_HOST_TIER", POLICIES, "auto", {"0": "off", "1": "auto
 #: size operands included) and returns what the impl rule returns for operands of these
 #: dtypes and shapes (and these values, for the known ones); ``fresh`` says its result is a
 #: new array (not a view of an operand), so that a program result needs no copy, and
-#: ``broadcasting`` that it is a numpy ufunc (see ``_lazy_broadcasts``).
+#: ``broadcasting`` that it is a numpy ufunc (see ``_lazy_views``).
 host_kernels: Dict[Primitive, Callable] = {}
 
 _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
@@ -262,8 +275,10 @@ def _squeeze(ins, outs, params, known):
 
 
 def _transpose(ins, outs, params, known):
+    """The impl's C-ordered copy; a view where only ufuncs read it (``_lazy_views``)."""
     permutation = tuple(params["permutation"])
-    return (lambda v: np.transpose(v, permutation)), False
+    kernel = (lambda v: np.array(np.transpose(v, permutation), order="C"))
+    return _with_view(kernel, lambda v: np.transpose(v, permutation), outs), True
 
 
 def _dot_general(ins, outs, params, known):
@@ -317,11 +332,21 @@ def _logistic(ins, outs, params, known):
 
 
 def _slice(ins, outs, params, known):
-    """A view of the impl's copy (a result that is returned is copied then)."""
+    """The impl's copy; a view where only ufuncs read it (``_lazy_views``)."""
     x = np.asarray(ins[0])
     strides = params.get("strides") or (1,) * x.ndim
     index = tuple(slice(a, b, c) for a, b, c in zip(params["start_indices"], params["limit_indices"], strides))
-    return (lambda v: v[index]), False
+    return _with_view((lambda v: np.array(v[index])), (lambda v: v[index]), outs), True
+
+
+def _with_view(kernel, view, outs):
+    """``kernel`` (a copy laid out as the impl lays it out), carrying ``view``: the same
+    values without the copy, for ``_lazy_views``. A matrix product or a reduction of a view
+    may round differently (BLAS and numpy's pairwise sums follow the memory layout); an
+    elementwise ufunc computes the same bits from either."""
+    kernel.lazy = view
+    kernel.lazy_shape = np.shape(outs[0])
+    return kernel
 
 
 def _concatenate(ins, outs, params, known):
@@ -465,6 +490,7 @@ class _Record:
         self.steps: List[_Step] = []
         self.broadcasting = set()   # the steps whose kernel is a ufunc (it broadcasts)
         self.seconds = 0.0          # the estimated run time
+        self.xla_seconds = 0.0      # and XLA's, beyond any run's cost
         self.direct = 0             # steps with a direct numpy call
         self.floats = False         # whether a step computes with floats
 
@@ -496,9 +522,11 @@ def build(jaxpr: Jaxpr, consts: Sequence[Any], args: Sequence[Any], runtime: Seq
             results = _record(jaxpr, scope, rec, force)
     except Interrupted:   # a loop on sizes that runs long: XLA's
         raise NotHosted(f"evaluating it takes more than {RECORD_EQUATIONS} equations") from None
-    if not force and rec.seconds > BUDGET_SECONDS:
-        raise NotHosted(f"estimated {rec.seconds * 1e6:.1f} us on the host")
-    _lazy_broadcasts(rec, results)
+    xla_seconds = XLA_RUN_SECONDS + rec.xla_seconds
+    if not force and rec.seconds > xla_seconds:
+        raise NotHosted(f"estimated {rec.seconds * 1e6:.1f} us on the host, "
+                        f"{xla_seconds * 1e6:.1f} us on XLA")
+    _lazy_views(rec, results)
     expected = [np.asarray(rec.values[k]) for k in results]
     in_avals = tuple(_Aval(np.shape(args[i]), jaxpr.invars[i].aval.dtype) for i in runtime)
     arguments = [args[i] for i in runtime]
@@ -558,32 +586,39 @@ def _record(jaxpr: Jaxpr, scope: Dict[int, int], rec: _Record, force: bool) -> L
             if len(chosen) > 2 and chosen[2]:
                 rec.broadcasting.add(len(rec.steps) - 1)
             rec.direct += 1
-        rec.seconds += _estimate(eqn.primitive.name, chosen is not None, ins, outs)
+        host, xla = _estimates(eqn.primitive.name, eqn.params, chosen is not None, ins, outs)
+        rec.seconds += host
+        rec.xla_seconds += xla
         rec.floats = rec.floats or any(np.asarray(x).dtype.kind in "fcV" for x in ins + outs)
     return [slot(a) for a in jaxpr.outvars]
 
 
-def _estimate(name: str, direct: bool, ins, outs) -> float:
-    """The estimated time of one step: a fixed cost, and one per element it writes (or reads,
-    for a reduction; each product of a matrix product)."""
-    if not direct:
-        fixed = IMPL_SECONDS
-    elif name in _VIEWS:
-        return VIEW_SECONDS
-    else:
-        fixed = DIRECT_SECONDS
-    elements = sum(np.size(x) for x in outs)
+def _estimates(name: str, params, direct: bool, ins, outs):
+    """The estimated times of one step on the host and, beyond a run's fixed cost, on XLA:
+    the host's a fixed cost and one per element it writes (or reads, for a reduction), or per
+    product of a matrix product; XLA's per element or product alone (its steps fuse)."""
+    fixed = IMPL_SECONDS if not direct else VIEW_SECONDS if name in _VIEWS else DIRECT_SECONDS
+    written = sum(np.size(x) for x in outs)
+    if name in _VIEWS:
+        return fixed, 0.0
     if name.startswith("reduce_"):
-        elements += np.size(ins[0])
-    elif name == "dot_general" and np.ndim(ins[0]):
-        elements += np.size(outs[0]) * np.shape(ins[0])[-1]
-    return fixed + elements * (TRANSCENDENTAL_SECONDS if name in _TRANSCENDENTAL else ELEMENT_SECONDS)
+        read = np.size(ins[0])
+        return fixed + (read + written) * ELEMENT_SECONDS, read * XLA_REDUCED_SECONDS
+    if name == "dot_general" and np.ndim(ins[0]):
+        (contracting, _), _ = params["dimension_numbers"]
+        products = written * int(np.prod([np.shape(ins[0])[i] for i in contracting], dtype=np.int64))
+        return fixed + products * PRODUCT_SECONDS + written * ELEMENT_SECONDS, products * XLA_PRODUCT_SECONDS
+    if name in _TRANSCENDENTAL:
+        return fixed + written * TRANSCENDENTAL_SECONDS, written * XLA_TRANSCENDENTAL_SECONDS
+    return fixed + written * ELEMENT_SECONDS, written * XLA_ELEMENT_SECONDS
 
 
-def _lazy_broadcasts(rec: _Record, results: Sequence[int]) -> None:
-    """A broadcast whose result only ufuncs read becomes a reshape to its expanded rank
+def _lazy_views(rec: _Record, results: Sequence[int]) -> None:
+    """A step whose kernel has a lazy form (``kernel.lazy``) and whose result only ufuncs
+    read runs that form: a broadcast becomes a reshape to its expanded rank
     (``np.broadcast_to`` costs ~2.5 us; the ufuncs broadcast anyway), wherever each such
-    ufunc's operands still broadcast to its recorded result shape."""
+    ufunc's operands still broadcast to its recorded result shape; a transpose or a slice
+    becomes a view instead of a copy."""
     readers: Dict[int, List[int]] = {}
     for k, step in enumerate(rec.steps):
         for slot in step.ins:
@@ -613,7 +648,7 @@ def _lazy_broadcasts(rec: _Record, results: Sequence[int]) -> None:
                 changed = changed or bool(lazy)
     for step in rec.steps:
         if step.outs[0] in shapes:
-            step.kernel = step.kernel.lazy
+            step.kernel, step.fresh = step.kernel.lazy, False
 
 
 def _generate(rec: _Record, inputs: Sequence[int], results: Sequence[int], out_avals):
