@@ -28,7 +28,7 @@ import numpy as np
 from .core import pytree
 from .core.avals import same_dim
 from .core.errors import api_boundary, name_user_line, user_error, user_stacklevel
-from .core.trace import Tracer, is_tracing, typeof
+from .core.trace import EVAL_TRACE, Tracer, is_tracing, thread_state, typeof
 from .execution import compile_log, explain
 from .execution.host_tier import HostProgram
 from .execution.lru import BoundedCache, check_cache_size, default_cache_size
@@ -311,16 +311,17 @@ class QJIT:
         # saves a Python frame of the ~1 us this layer adds to a call.)
         try:
             if not kwargs:
-                n = len(args)
-                a = args[0] if n else None
-                key = (((a.shape, a.dtype),) if n == 1 and a.__class__ is np.ndarray else
-                       (_fast_leaf_key(a),) if n == 1 else
-                       (_fast_leaf_key(args[0]), _fast_leaf_key(args[1])) if n == 2 else
-                       tuple([_fast_leaf_key(a) for a in args]))
+                if len(args) == 1:
+                    a = args[0]
+                    key = ((a.shape, a.dtype),) if a.__class__ is np.ndarray else (_fast_leaf_key(a),)
+                elif len(args) == 2:
+                    key = (_fast_leaf_key(args[0]), _fast_leaf_key(args[1]))
+                else:
+                    key = tuple([_fast_leaf_key(a) for a in args])
                 plan = self._fast_hit(key)
                 if plan.__class__ is _ByValue:
                     plan = self._fast.get((_ByValue, key, tuple([int(args[i]) for i in plan.positions])))
-                if plan is not None and not is_tracing():
+                if plan is not None and thread_state.dynamic[-1] is EVAL_TRACE:   # not tracing
                     entry, exe, runtime, explicit, single, exact = plan
                     self.calls += 1
                     self._last = entry

@@ -110,6 +110,12 @@ def is_tracing() -> bool:
     return _state.dynamic[-1] is not _eval_trace
 
 
+#: ``is_tracing()`` spelled out without a call, for the dispatch table's fast path (a call of
+#: ~1 us, of which a Python frame is ~5%): ``thread_state.dynamic[-1] is not EVAL_TRACE``
+thread_state = _state
+EVAL_TRACE = _eval_trace
+
+
 def next_level() -> int:
     return len(_state.stack)
 
