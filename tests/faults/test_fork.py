@@ -13,6 +13,7 @@ has a timeout, so that a regression fails instead of hanging.
 """
 from __future__ import annotations
 
+import faulthandler
 import multiprocessing
 import os
 import pickle
@@ -63,6 +64,9 @@ def child_work(sizes=(5, 7, 3000, 40)) -> dict:
 
 
 def _child_entry(queue):
+    # a child that does not exit is asked for every thread's stack before it is killed
+    # (``_run_in``): the dump goes to its stderr, which the failing test's report shows
+    faulthandler.register(signal.SIGUSR1, all_threads=True)
     try:
         queue.put(("ok", child_work()))
     except BaseException as e:   # reported to the parent, which fails the test with it
@@ -90,6 +94,8 @@ def _run_in(context: str):
     finally:
         proc.join(30)
         if proc.is_alive():
+            os.kill(proc.pid, signal.SIGUSR1)
+            time.sleep(2)
             proc.kill()
             proc.join(10)
     assert status == "ok", result
