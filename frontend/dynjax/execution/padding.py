@@ -91,6 +91,9 @@ class Context:
         self.capacities: Dict[int, Sequence[int]] = {}
         self.running = None
         self.reports: List[Tuple[Any, List[Any], Tuple[int, ...], List[Any]]] = []
+        # reductions (by id of the equation) whose operand's padding already holds what they
+        # need (``padding_softmax``): no mask
+        self.unmasked: set = set()
 
     def read(self, a):
         return a.val if isinstance(a, Literal) else self.env[id(a)]
@@ -174,9 +177,10 @@ def interpret(ctx: Context, jaxpr: Jaxpr, consts: Sequence[Any], args: Sequence[
     for v, x in zip(jaxpr.invars, args):
         ctx.env[id(v)] = x
     hints = _bound_hints(jaxpr)
+    planned = padding_softmax.plan(jaxpr)   # attention-shaped equations: rules without masks
     for eqn in jaxpr.eqns:
         checkpoint()   # (background work waits here for the runs being served)
-        rule = padding_rules.get(eqn.primitive)
+        rule = planned.get(id(eqn)) or padding_rules.get(eqn.primitive)
         if rule is None:
             raise NotPaddable(f"no padding rule for {eqn.primitive}")
         ins = [ctx.read(a) for a in eqn.invars]
@@ -481,11 +485,15 @@ padding_rules[P.iota_p] = _iota
 
 def _reshape(ctx, eqn, x, *dyn):
     """Row-major reshapes keep the logical elements a prefix when every dynamic dim, before
-    and after, is the leading one: ``(n, 3) -> (3n,)``, ``(n,) -> (n, 1)``."""
+    and after, is the leading one: ``(n, 3) -> (3n,)``, ``(n,) -> (n, 1)``; one that only
+    inserts or drops axes of length 1 keeps them in place wherever the dynamic dims are:
+    ``(3, n) -> (3, n, 1)``."""
     a, out = eqn.invars[0].aval, eqn.outvars[0].aval
     if eqn.params.get("dimensions") is not None:
         x = lax.transpose(x, tuple(eqn.params["dimensions"]))
         a = a.update(shape=tuple(a.shape[i] for i in eqn.params["dimensions"]))
+    if _unit_axes_only(a.shape, out.shape):   # (n, m) -> (n, m, 1) and back: the layout stays
+        return lax.reshape(x, _out_shape(ctx, eqn))
     if any(ctx.is_dynamic(d) for d in a.shape[1:]) or any(ctx.is_dynamic(d) for d in out.shape[1:]):
         raise NotPaddable("reshape of a dynamic axis that is not the leading one")
     shape = _out_shape(ctx, eqn)
@@ -500,6 +508,15 @@ def _reshape(ctx, eqn, x, *dyn):
     lead = total // rest
     y = lax.reshape(x, (lead,) + tuple(shape[1:]))
     return _resize_axis(y, 0, shape[0])
+
+
+def _unit_axes_only(before, after) -> bool:
+    """Whether a reshape from ``before`` to ``after`` only inserts or drops axes of length 1
+    (the other axes, dynamic ones included, the same and in the same order)."""
+    keep = lambda shape: [d for d in shape if not (isinstance(d, int) and d == 1)]  # noqa: E731
+    x, y = keep(before), keep(after)
+    return len(x) == len(y) and all(p is q or (isinstance(p, int) and isinstance(q, int) and p == q)
+                                    for p, q in zip(x, y))
 
 
 def _resize_axis(x, axis, length):
@@ -541,6 +558,8 @@ def reduction_identity(kind, dtype):
 
 def _reduction(kind):
     def rule(ctx, eqn, x):
+        if id(eqn) in ctx.unmasked:
+            return _same(ctx, eqn, x)
         a = eqn.invars[0].aval
         axes = eqn.params["axes"]
         return _same(ctx, eqn, ctx.fill(x, a, axes, reduction_identity(kind, a.dtype)))
@@ -868,4 +887,5 @@ class LoopReport:
 # the rules of control flow and of loops whose carried sizes change (imported last: they use
 # the interpretation above)
 from . import padding_control_flow  # noqa: E402,F401,I100
+from . import padding_softmax  # noqa: E402,I100
 from . import padding_convolution  # noqa: E402,F401,I100

@@ -22,13 +22,19 @@ from .padding import Context, NotPaddable, _i64, _resize_axis, interpret, lax_sh
 # Loops whose carried sizes change (``nimplicit``) run within capacities (``_resizing_loop``).
 def _nested(ctx, eqn, k, jaxpr, args, pairs):
     """Interpret nested program ``k`` of ``eqn`` on ``args`` in a context of its own."""
+    return interpret(subcontext(ctx, eqn, jaxpr, pairs[k]), jaxpr, [], args)
+
+
+def subcontext(ctx, eqn, jaxpr, pairs) -> Context:
+    """The context of a program nested in ``eqn``: the intervals of its integer inputs
+    (``pairs``: input index, operand index) and whether resizing loops are running."""
     sub = Context()
     sub.running = ctx.running
-    for invar_index, operand_index in pairs[k]:
+    for invar_index, operand_index in pairs:
         lo_hi = ctx.interval(eqn.invars[operand_index])
         if lo_hi != (None, None):
             sub.intervals[id(jaxpr.invars[invar_index])] = lo_hi
-    return interpret(sub, jaxpr, [], args)
+    return sub
 
 
 def _fixed_carries(eqn):
