@@ -217,3 +217,17 @@ def test_keys_and_values_whose_padding_is_not_zero():
         q, k, v = _rows(rng, n), _rows(rng, n) + 3.0, _rows(rng, n, 2) + 3.0
         _same(f(q, k, v), _attention_ref(q, 1.0 / k, 1.0 / v))
         assert _score_masks(f, n, n) == []
+
+
+def test_softmaxes_over_both_axes_of_one_product_keep_their_masks():
+    def both(q, k):
+        s = q @ k.T   # one product, two softmaxes over different axes: one augmentation cannot serve both
+        return dynjax.nn.softmax(s, axis=1), dynjax.nn.softmax(s, axis=0), dynjax.nn.softmax(s / 8.0, axis=1)
+    f = dynjax.qjit(both, abstracted_axes=({0: "m"}, {0: "n"}))
+    rng = np.random.default_rng(9)
+    for m, n in [(3, 5), (17, 2), (1, 1)]:
+        q, k = _rows(rng, m), _rows(rng, n)
+        got = f(q, k)
+        s = q @ k.T
+        for g, w in zip(got, (_softmax_ref(s, 1), _softmax_ref(s, 0), _softmax_ref(s / 8.0, 1))):
+            _same(g, w)

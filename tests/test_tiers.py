@@ -235,6 +235,30 @@ def got_shape_dtype(x):
     return np.shape(x), np.asarray(x).dtype
 
 
+def test_zero_padded_inputs_need_no_masks(tier):
+    """The host pads a program's array inputs with zeros (``PaddedRun.inputs``), so a product
+    contracting an input's padded axis, an integer sum, a float sum (whose lowering makes a
+    zero sum +0.0 anyway) and an unsigned max of an input read them unmasked; a value the
+    program computes (``2 * x``) is masked first. Results against numpy, -0.0 sums included."""
+    f = qjit(lambda x, i: (x.T @ x, jnp.sum(i), jnp.max(i.astype(jnp.uint8)), (2.0 * x).T @ x, jnp.sum(x),
+                           jnp.sum(x, axis=0)), abstracted_axes=({0: "n"}, {0: "n"}))
+    tier("padded")
+    rng = np.random.default_rng(8)
+    for n in (0, 1, 5, 16, 17, 40):
+        x, i = _ints(rng, (n, 3)), rng.integers(-3, 4, size=n)
+        if n == 5:
+            x = -np.zeros((n, 3))   # every term -0.0: numpy's sum is +0.0
+        got = f(x, i)
+        want = (x.T @ x, np.sum(i), np.max(i.astype(np.uint8), initial=0), (2.0 * x).T @ x, np.sum(x), np.sum(x, axis=0))
+        for g, w in zip(got, want):
+            np.testing.assert_array_equal(g, w)
+            assert np.signbit(g).tolist() == np.signbit(w).tolist()
+        b = bucket(n)
+        masks = re.findall(rf"stablehlo.select %\S+, %\S+, %\S+ : tensor<(?:{b}x3|3x{b})xi1>", f.mlir_specialized)
+        assert len(masks) == 1, (n, masks)   # the one of 2 * x
+    assert f.cache_info()["padded_runs"] == 6
+
+
 def test_buckets():
     """Powers of two up to 1024, then eight steps per doubling: at most 25% padding."""
     assert [bucket(n) for n in (0, 1, 16, 17, 32, 33, 513, 1000, 1024, 1025, 1280, 1281, 100001)] == \

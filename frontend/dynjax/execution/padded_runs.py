@@ -143,8 +143,9 @@ class PaddedRun:
         return self.run(args)[0]
 
     def inputs(self, args: Sequence[Any]) -> List[Any]:
-        """The executable's inputs for the segment's: arrays padded to their shapes, scalars
-        as numpy values of their dtypes, then the host prologue's values."""
+        """The executable's inputs for the segment's: arrays padded to their shapes with zeros
+        (the padded program relies on it: ``padding.Context.zero_padded``), scalars as numpy
+        values of their dtypes, then the host prologue's values."""
         p = self.program
         inputs = []
         for x, (shape, dtype, scalars) in zip(args, self._ins):

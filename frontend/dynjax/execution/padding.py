@@ -94,6 +94,10 @@ class Context:
         # reductions (by id of the equation) whose operand's padding already holds what they
         # need (``padding_softmax``): no mask
         self.unmasked: set = set()
+        # the axes along which a value's padding holds zeros (all bits clear), by id of its
+        # variable: the program's array inputs (``padded_runs.PaddedRun.inputs`` pads them
+        # with zeros), and what ``_zero_padding`` derives from them
+        self.zero_padded: Dict[int, frozenset] = {}
 
     def read(self, a):
         return a.val if isinstance(a, Literal) else self.env[id(a)]
@@ -131,8 +135,15 @@ class Context:
         idx = lax.broadcasted_iota(int64, tuple(shape), axis)
         return lax.lt(idx, lax.broadcast_in_dim(_i64(n), tuple(shape), ()))
 
-    def fill(self, x, aval, axes, value):
-        """``x`` with the padding along ``axes`` (those that are dynamic) set to ``value``."""
+    def fill(self, x, atom, axes, value):
+        """``x`` (the padded value of jaxpr atom ``atom``) with the padding along ``axes`` (those
+        that are dynamic) set to ``value``: as it is where that padding holds zeros already and
+        ``value`` is a zero of ``x``'s dtype with every bit clear (``zero_padded``)."""
+        aval = atom.aval
+        dynamic = [ax for ax in axes if self.is_dynamic(aval.shape[ax])]
+        if dynamic and set(dynamic) <= self.zero_padded.get(id(atom), frozenset()) and \
+                not np.asarray(value, np.dtype(aval.dtype)).tobytes().strip(b"\0"):
+            return x
         shape = tuple(lax_shape(x))
         mask = None
         for ax in axes:
@@ -186,6 +197,8 @@ def interpret(ctx: Context, jaxpr: Jaxpr, consts: Sequence[Any], args: Sequence[
         ins = [ctx.read(a) for a in eqn.invars]
         outs = rule(ctx, eqn, *ins)
         outs = outs if eqn.primitive.multiple_results else [outs]
+        if ctx.zero_padded:
+            _zero_padding(ctx, eqn)
         for v, x in zip(eqn.outvars, outs):
             ctx.env[id(v)] = x
             if _is_int_scalar(v) or (_is_int_array(v) and eqn.primitive in interval_rules):
@@ -205,6 +218,29 @@ def interpret(ctx: Context, jaxpr: Jaxpr, consts: Sequence[Any], args: Sequence[
             for d in v.aval.shape:   # every dim of a result must have a bound
                 ctx.bound(d)
     return [ctx.read(a) for a in jaxpr.outvars]
+
+
+def _zero_padding(ctx: Context, eqn) -> None:
+    """The axes along which ``eqn``'s result has zeros in its padding, from its operand's: a
+    transpose moves them, a conversion keeps them (a zero converts to a zero), a broadcast
+    keeps those of the operand's axes it maps (not the axes it broadcasts along)."""
+    name = eqn.primitive.name
+    if name not in ("transpose", "convert_element_type", "broadcast_in_dim") or not eqn.invars:
+        return
+    axes = ctx.zero_padded.get(id(eqn.invars[0]))
+    if not axes:
+        return
+    if name == "transpose":
+        perm = eqn.params["permutation"]
+        out = {j for j, p in enumerate(perm) if p in axes}
+    elif name == "convert_element_type":
+        out = set(axes)
+    else:
+        src, dst = eqn.invars[0].aval.shape, eqn.outvars[0].aval.shape
+        out = {j for i, j in enumerate(eqn.params["broadcast_dimensions"])
+               if i in axes and (src[i] is dst[j] or src[i] == dst[j])}
+    if out:
+        ctx.zero_padded[id(eqn.outvars[0])] = frozenset(out)
 
 
 def _bound_hints(jaxpr: Jaxpr) -> Dict[int, List[Callable]]:
@@ -272,6 +308,7 @@ def pad_jaxpr(jaxpr: Jaxpr, consts: Sequence[Any], size_bounds: Dict[int, int],
             shape = ctx.padded_shape(v.aval)
             in_type.append((ShapedArray(shape, v.aval.dtype, v.aval.weak_type), True))
             in_shapes.append(shape)
+            ctx.zero_padded[id(v)] = frozenset(range(len(shape)))   # (PaddedRun.inputs)
     out_index: List[Optional[int]] = []
     out_meta: List[Optional[int]] = []
     out_dims: List[List[Any]] = []
@@ -562,7 +599,12 @@ def _reduction(kind):
             return _same(ctx, eqn, x)
         a = eqn.invars[0].aval
         axes = eqn.params["axes"]
-        return _same(ctx, eqn, ctx.fill(x, a, axes, reduction_identity(kind, a.dtype)))
+        value = reduction_identity(kind, a.dtype)
+        if kind == "sum":
+            # +0.0 rather than -0.0: the lowering turns a zero sum into +0.0 anyway (numpy's;
+            # ``lowering/reductions._no_negative_zero``), and zero-padded inputs need no mask
+            value = np.zeros((), a.dtype)
+        return _same(ctx, eqn, ctx.fill(x, eqn.invars[0], axes, value))
     return rule
 
 
@@ -595,7 +637,7 @@ padding_rules[P.argmin_p] = _arg_extremum("min")
 def _scan(kind):
     def rule(ctx, eqn, x):
         a = eqn.invars[0].aval
-        return _same(ctx, eqn, ctx.fill(x, a, (eqn.params["axis"],), reduction_identity(kind, a.dtype)))
+        return _same(ctx, eqn, ctx.fill(x, eqn.invars[0], (eqn.params["axis"],), reduction_identity(kind, a.dtype)))
     return rule
 
 
@@ -623,9 +665,8 @@ padding_rules[P.sort_p] = _sort
 
 def _dot_general(ctx, eqn, x, y):
     (lc, rc), _ = eqn.params["dimension_numbers"]
-    a, b = eqn.invars[0].aval, eqn.invars[1].aval
-    x = ctx.fill(x, a, lc, 0)
-    y = ctx.fill(y, b, rc, 0)
+    x = ctx.fill(x, eqn.invars[0], lc, 0)
+    y = ctx.fill(y, eqn.invars[1], rc, 0)
     return _same(ctx, eqn, x, y)
 
 

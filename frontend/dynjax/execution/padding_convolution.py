@@ -24,8 +24,8 @@ def _conv(ctx, eqn, lhs, rhs, *dyn):
             or (p["feature_group_count"] > 1 and ctx.is_dynamic(a.shape[dn.lhs_spec[1]]))
             or (groups > 1 and ctx.is_dynamic(b.shape[dn.rhs_spec[0]]))):
         raise NotPaddable("conv_general_dilated whose feature or batch groups split a dynamic axis")
-    lhs = ctx.fill(lhs, a, range(a.ndim), 0)
-    rhs = ctx.fill(rhs, b, range(b.ndim), 0)
+    lhs = ctx.fill(lhs, eqn.invars[0], range(a.ndim), 0)
+    rhs = ctx.fill(rhs, eqn.invars[1], range(b.ndim), 0)
     want = ctx.padded_shape(eqn.outvars[0].aval)
     lhs_shape, rhs_shape = lax_shape(lhs), lax_shape(rhs)
     pads = []

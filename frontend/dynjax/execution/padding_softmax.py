@@ -50,21 +50,25 @@ def plan(jaxpr: Jaxpr) -> Dict[int, Callable]:
     if not calls:
         return {}
     producer = {id(v): e for e in jaxpr.eqns for v in e.outvars}
-    rules: Dict[int, Callable] = {}
+    found = []   # (softmax call, its shift and norm equations, axis, product, key side, key axis)
     for call in calls:
-        found = _softmax_body(call.params["call_jaxpr"])
-        if found is None:
+        body = _softmax_body(call.params["call_jaxpr"])
+        if body is None:
             continue
-        x_index, axis, shift, norm = found
-        scores = call.invars[x_index]
-        product = _scaled_product(scores, producer)
+        x_index, axis, shift, norm = body
+        product = _scaled_product(call.invars[x_index], producer)
         if product is None:
             continue
         side, free_dim = _key_side(product, axis)
         if side is None or isinstance(product.invars[side].aval.shape[free_dim], int):
-            continue   # a static axis has no padding
+            continue   # a batch axis, or a static axis: no padding
+        found.append((call, shift, norm, axis, product, side, free_dim))
+    rules: Dict[int, Callable] = {}
+    for call, shift, norm, axis, product, side, free_dim in found:
+        if any(p is product and (s, d) != (side, free_dim) for _, _, _, _, p, s, d in found):
+            continue   # softmaxes over different axes of one product: the masks stay
         rules[id(product)] = _augmented_product(side, free_dim)
-        rules[id(call)] = _unmasked_softmax(x_index, shift, norm, axis)
+        rules[id(call)] = _unmasked_softmax(shift, norm)
         weights = call.outvars[0]
         for e in jaxpr.eqns:
             if e.primitive is P.dot_general_p and _contracts_only(e, weights, axis):
@@ -261,11 +265,10 @@ def _augmented_product(side: int, free_dim: int):
     contraction term more, ``-0.0`` on its logical positions and ``-inf`` on its padding."""
     def rule(ctx, eqn, *ops):
         (lc, rc), (lb, rb) = eqn.params["dimension_numbers"]
-        avals = [v.aval for v in eqn.invars]
-        ops = [ctx.fill(ops[0], avals[0], lc, 0), ctx.fill(ops[1], avals[1], rc, 0)]   # as padding._dot_general
+        ops = [ctx.fill(ops[0], eqn.invars[0], lc, 0), ctx.fill(ops[1], eqn.invars[1], rc, 0)]   # as padding._dot_general
         key, other = ops[side], ops[1 - side]
-        key_aval = avals[side]
-        key = ctx.fill(key, key_aval, (free_dim,), 0)
+        key_aval = eqn.invars[side].aval
+        key = ctx.fill(key, eqn.invars[side], (free_dim,), 0)
         dtype = np.dtype(key_aval.dtype)
         key_shape = list(_shape(key))
         length = key_shape[free_dim]
@@ -288,8 +291,8 @@ def _augmented_product(side: int, free_dim: int):
     return rule
 
 
-def _unmasked_softmax(x_index: int, shift, norm, axis: int):
-    """The softmax body padded with its two reductions over ``axis`` left unmasked."""
+def _unmasked_softmax(shift, norm):
+    """The softmax body padded with its two reductions (``shift``, ``norm``) left unmasked."""
     def rule(ctx, eqn, *ops):
         from .padding import interpret
         from .padding_control_flow import subcontext
@@ -308,7 +311,7 @@ def _weighted_product(side: int):
         avals = [v.aval for v in eqn.invars]
         ops = list(ops)
         other = 1 - side
-        ops[other] = ctx.fill(ops[other], avals[other], (lc, rc)[other], 0)
+        ops[other] = ctx.fill(ops[other], eqn.invars[other], (lc, rc)[other], 0)
         out = eqn.primitive.bind(*ops, **eqn.params)
         d = avals[side].shape[(lc, rc)[side][0]]
         if isinstance(d, int):
