@@ -9,7 +9,8 @@ as long to compile it. Here the padding of the scores is made to hold what the s
 
 * **The product** ``s = x . y`` whose free axis ``a`` of ``y`` is padded gets one more
   contraction term: ``y``'s padding along ``a`` is set to 0 (a pass over ``y``, not over the
-  scores) and ``[x, 1] . [y, b]`` is computed, with ``b = -0.0`` on the logical positions of
+  scores; none when ``y`` is an input, which the host pads with zeros) and ``[x, 1] . [y, b]``
+  is computed, with ``b = -0.0`` on the logical positions of
   ``a`` and ``-inf`` on the padding. A logical score is unchanged (``t + -0.0 == t`` for every
   ``t``); a padding score is ``x_i . 0 - inf = -inf`` when row ``x_i`` is finite, and NaN when
   it holds an infinity or a NaN -- and then every logical score of that row is an infinity or
@@ -22,7 +23,7 @@ as long to compile it. Here the padding of the scores is made to hold what the s
   exact program (an ``inf`` makes ``inf - inf``, all ``-inf`` makes ``-inf + inf``, a NaN
   reaches the sum), and is all NaN here.
 * **The product of the softmax with another array** over ``a`` masks only the other operand
-  (its padding set to 0): a padding weight is 0, or its row's logical weights are all NaN and
+  (its padding set to 0, unless it is an input): a padding weight is 0, or its row's logical weights are all NaN and
   so is the row's result in both programs. An empty axis (``n == 0``), where the exact result
   is 0 and the weights here are NaN, is selected back to 0 on the result.
 
