@@ -15,7 +15,9 @@ as long to compile it. Here the padding of the scores is made to hold what the s
   ``t``); a padding score is ``x_i . 0 - inf = -inf`` when row ``x_i`` is finite, and NaN when
   it holds an infinity or a NaN -- and then every logical score of that row is an infinity or
   a NaN (a sum with an infinite or NaN term is never finite).
-* **Scalings** ``s / c`` and ``s * c`` by a positive finite literal keep both facts.
+* **Scalings** ``s / c`` and ``s * c`` by a positive finite literal, conversions to other
+  float types and transpositions keep both facts (``nn.dot_product_attention`` transposes,
+  scales and converts its scores).
 * **The softmax** (``nn.softmax``'s ``custom_jvp`` function, recognized by its body) then runs
   without masks: in a row whose scores are finite or ``-inf`` beside finite ones, the max and
   the sum see ``-inf`` and ``exp(-inf - m) = 0`` in the padding, which change neither, and its
@@ -57,10 +59,10 @@ def plan(jaxpr: Jaxpr) -> Dict[int, Callable]:
         if body is None:
             continue
         x_index, axis, shift, norm = body
-        product = _scaled_product(call.invars[x_index], producer)
+        product, product_axis = _scaled_product(call.invars[x_index], axis, producer)
         if product is None:
             continue
-        side, free_dim = _key_side(product, axis)
+        side, free_dim = _key_side(product, product_axis)
         if side is None or isinstance(product.invars[side].aval.shape[free_dim], int):
             continue   # a batch axis, or a static axis: no padding
         found.append((call, shift, norm, axis, product, side, free_dim))
@@ -70,10 +72,15 @@ def plan(jaxpr: Jaxpr) -> Dict[int, Callable]:
             continue   # softmaxes over different axes of one product: the masks stay
         rules[id(product)] = _augmented_product(side, free_dim)
         rules[id(call)] = _unmasked_softmax(shift, norm)
-        weights = call.outvars[0]
+        weights = {id(call.outvars[0]): call.outvars[0]}   # and its conversions to other floats
         for e in jaxpr.eqns:
-            if e.primitive is P.dot_general_p and _contracts_only(e, weights, axis):
-                rules[id(e)] = _weighted_product(e.invars.index(weights))
+            if e.primitive is P.convert_element_type_p and id(e.invars[0]) in weights and \
+                    is_float_dtype(e.outvars[0].aval.dtype):
+                weights[id(e.outvars[0])] = e.outvars[0]
+            elif e.primitive is P.dot_general_p:
+                for w in weights.values():
+                    if _contracts_only(e, w, axis):
+                        rules[id(e)] = _weighted_product(e.invars.index(w))
     return rules
 
 
@@ -172,8 +179,9 @@ def _broadcast_back(v, operand, x, producer, used, reduction):
                     return None
             dims = new
         # max(., -inf) and an identity call keep the axes
-    if len(dims) != rank or any(dims[d] != d for d in range(rank) if d != axis) or dims[axis] is not None:
-        return None
+    if len(dims) != rank or dims[axis] is not None or any(
+            dims[d] != d and not (dims[d] is None and _unit(x.aval.shape[d])) for d in range(rank) if d != axis):
+        return None   # (an axis of length 1 holds one row whichever way it was made)
     if any(not _same(a, b) for a, b in zip(chain[0].outvars[0].aval.shape if chain else (), x.aval.shape)):
         return None
     return red
@@ -211,12 +219,14 @@ def _positive_literal(a) -> bool:
 
 
 # --- the product before it, and the product after it ----------------------------------------
-def _scaled_product(v, producer):
-    """The ``dot_general`` whose result ``v`` is, scaled by positive finite literals."""
+def _scaled_product(v, axis, producer):
+    """The ``dot_general`` whose result ``v`` is, scaled by positive finite literals, converted
+    to other float types and transposed (a scaling keeps an infinity and a NaN, a conversion
+    too), and the axis of its result that ``v``'s ``axis`` is; (None, None) otherwise."""
     while True:
         e = producer.get(id(v)) if isinstance(v, Var) else None
         if e is None:
-            return None
+            return None, None
         if e.primitive is P.dot_general_p:
             dtype = e.outvars[0].aval.dtype
             pref = e.params.get("preferred_element_type")
@@ -224,16 +234,22 @@ def _scaled_product(v, producer):
             if len(lc) != 1 or len(rc) != 1 or not is_float_dtype(dtype) or \
                     (pref is not None and np.dtype(pref) != np.dtype(dtype)) or \
                     e.invars[0].aval.dtype != e.invars[1].aval.dtype:
-                return None
-            return e
+                return None, None
+            return e, axis
         if e.primitive is P.div_p and _positive_literal(e.invars[1]):
             v = e.invars[0]
         elif e.primitive is P.mul_p and _positive_literal(e.invars[1]):
             v = e.invars[0]
         elif e.primitive is P.mul_p and _positive_literal(e.invars[0]):
             v = e.invars[1]
+        elif e.primitive is P.convert_element_type_p and is_float_dtype(e.invars[0].aval.dtype) \
+                and is_float_dtype(e.outvars[0].aval.dtype):
+            v = e.invars[0]
+        elif e.primitive is P.transpose_p:
+            axis = e.params["permutation"][axis]
+            v = e.invars[0]
         else:
-            return None
+            return None, None
 
 
 def _key_side(e, axis):
