@@ -44,6 +44,8 @@ from .. import lax
 from ..core.avals import is_float_dtype
 from ..core.jaxpr import Jaxpr, Literal, Var
 from ..lax import primitives as P
+from .padding import _i64, interpret, lax_shape
+from .padding_control_flow import subcontext
 
 
 def plan(jaxpr: Jaxpr) -> Dict[int, Callable]:
@@ -287,7 +289,7 @@ def _augmented_product(side: int, free_dim: int):
         key_aval = eqn.invars[side].aval
         key = ctx.fill(key, eqn.invars[side], (free_dim,), 0)
         dtype = np.dtype(key_aval.dtype)
-        key_shape = list(_shape(key))
+        key_shape = list(lax_shape(key))
         length = key_shape[free_dim]
         valid = ctx.valid((length,), 0, ctx.size(key_aval.shape[free_dim]))
         bias = lax.select(valid, lax.broadcast_in_dim(np.asarray(-0.0, dtype), (length,), ()),
@@ -297,7 +299,7 @@ def _augmented_product(side: int, free_dim: int):
         bias_shape = list(key_shape)
         bias_shape[key_c] = 1
         bias = lax.broadcast_in_dim(bias, tuple(bias_shape), (free_dim,))
-        ones_shape = list(_shape(other))
+        ones_shape = list(lax_shape(other))
         ones_shape[other_c] = 1
         ones = lax.broadcast_in_dim(np.asarray(1.0, dtype), tuple(ones_shape), ())
         key = lax.concatenate([key, bias], key_c)
@@ -311,8 +313,6 @@ def _augmented_product(side: int, free_dim: int):
 def _unmasked_softmax(shift, norm):
     """The softmax body padded with its two reductions (``shift``, ``norm``) left unmasked."""
     def rule(ctx, eqn, *ops):
-        from .padding import interpret
-        from .padding_control_flow import subcontext
         body = eqn.params["call_jaxpr"]
         sub = subcontext(ctx, eqn, body, [(k, k) for k in range(len(body.invars))])
         sub.unmasked = {id(shift), id(norm)}
@@ -333,19 +333,8 @@ def _weighted_product(side: int):
         d = avals[side].shape[(lc, rc)[side][0]]
         if isinstance(d, int):
             return out
-        shape = tuple(_shape(out))
+        shape = tuple(lax_shape(out))
         dtype = np.dtype(eqn.outvars[0].aval.dtype)
-        empty = lax.broadcast_in_dim(lax.eq(_as_i64(ctx.size(d)), np.int64(0)), shape, ())
+        empty = lax.broadcast_in_dim(lax.eq(_i64(ctx.size(d)), np.int64(0)), shape, ())
         return lax.select(empty, lax.broadcast_in_dim(np.asarray(0, dtype), shape, ()), out)
     return rule
-
-
-def _shape(x):
-    from ..core.trace import typeof
-    return typeof(x).shape
-
-
-def _as_i64(n):
-    from .padding import _i64
-    return _i64(n)
-
