@@ -27,13 +27,13 @@ from .fft import FftType, fft  # noqa: E402,F401  (the fft primitive; lax.fft is
 # coincide), bit-level primitives, general gather / scatter, and the primitives as <name>_p
 from .derived import (Precision, RoundingMethod, acosh, argmax, argmin, asinh, atanh,  # noqa: E402,F401
                       batch_matmul, broadcast_shapes, broadcast_to_rank, clamp, collapse, dot,
-                      dot_general, dynamic_index_in_dim, dynamic_slice, dynamic_slice_in_dim,
-                      dynamic_update_index_in_dim, dynamic_update_slice,
-                      dynamic_update_slice_in_dim,
-                      empty, exp2, expand_dims, full, full_like, index_in_dim, map, pow, reciprocal,
+                      dot_general, empty, exp2, expand_dims, full, full_like, map, pow, reciprocal,
                       reduce_and, reduce_max, reduce_min, reduce_or, reduce_prod, reduce_sum,
-                      reduce_xor, reshape, round, slice_in_dim, split, square,
-                      squeeze, stop_gradient, zeros_like_array)
+                      reduce_xor, reshape, round, square, squeeze, stop_gradient, zeros_like_array)
+from .slicing_functions import (dynamic_index_in_dim, dynamic_slice,  # noqa: E402,F401
+                                dynamic_slice_in_dim, dynamic_update_index_in_dim,
+                                dynamic_update_slice, dynamic_update_slice_in_dim, index_in_dim,
+                                slice_in_dim, split)
 from .sorting import (approx_max_k, approx_min_k, sort, sort_key_val,  # noqa: E402,F401
                       top_k)
 from .bits import (bitcast_convert_type, clz, nextafter, population_count,  # noqa: E402,F401

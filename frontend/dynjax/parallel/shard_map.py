@@ -162,7 +162,7 @@ def _vmap_interpretation(body, mesh: Mesh, mapped, in_specs, out_specs, consts, 
             if any(name in spec._names(dd) for dd in range(len(spec))):
                 placed.append(to_front(o, d, mesh.shape[name]))
             elif d is not None and not check_replication:
-                from ..lax.derived import index_in_dim
+                from ..lax.slicing_functions import index_in_dim
                 placed.append(index_in_dim(o, 0, d, keepdims=False))
             elif d is not None:
                 raise ValueError(f"shard_map: result {k} varies over the mesh axis {name!r}, but its "
