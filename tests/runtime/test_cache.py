@@ -98,11 +98,12 @@ def test_stale_entry_with_wrong_key_is_rejected(cache_env):
 def test_entries_of_other_xla_flags_are_not_loaded(cache_env, monkeypatch):
     """XLA_FLAGS change what XLA emits (fast math, emitters): an executable compiled under
     other flags is a miss, compiled again, and both entries stay."""
-    from dynjax.runtime import xla
+    from dynjax.runtime import compile_options
     st = _module(7)
     rt.compile_cached(st)
-    assert "--xla_cpu_enable_fast_math=true" not in xla.xla_flags()
-    monkeypatch.setattr(xla, "_flags_at_start", xla.xla_flags() + ("--xla_cpu_enable_fast_math=true",))
+    assert "--xla_cpu_enable_fast_math=true" not in compile_options.xla_flags()
+    monkeypatch.setattr(compile_options, "_flags_at_start",
+                        compile_options.xla_flags() + ("--xla_cpu_enable_fast_math=true",))
     exe, hit = rt.compile_cached(st, return_hit=True)
     assert hit is False
     _check(exe, 7)

@@ -190,18 +190,18 @@ def test_serialize_roundtrip_and_hlo_text():
 def test_dynjax_xla_options(monkeypatch):
     """DYNJAX_XLA_OPTIONS reaches XLA's CompileOptions of dynjax's compiles (and their cache
     key); a malformed item is a ValueError naming the variable and the item."""
-    from dynjax.runtime import xla
+    from dynjax.runtime import compile_options as opts
     monkeypatch.delenv("DYNJAX_XLA_OPTIONS", raising=False)
-    assert xla.xla_option_overrides() == ()
-    base = xla.compile_options_id()
+    assert opts.xla_option_overrides() == ()
+    base = opts.compile_options_id()
     monkeypatch.setenv("DYNJAX_XLA_OPTIONS",
                        "xla_cpu_use_fusion_emitters=false, xla_backend_optimization_level=2 "
                        "--xla_dump_hlo_pass_re=none")
-    assert xla.xla_option_overrides() == (("xla_cpu_use_fusion_emitters", False),
+    assert opts.xla_option_overrides() == (("xla_cpu_use_fusion_emitters", False),
                                           ("xla_backend_optimization_level", 2),
                                           ("xla_dump_hlo_pass_re", "none"))
-    assert xla.compile_options().env_option_overrides == list(xla.xla_option_overrides())
-    assert xla.compile_options_id() != base
+    assert opts.compile_options().env_option_overrides == list(opts.xla_option_overrides())
+    assert opts.compile_options_id() != base
     st = specialize(ONES_PLUS, [None, "tensor<3xf64>"], {0: 3})
     y, io = rt.compile(st)(np.arange(3.0))
     np.testing.assert_array_equal(y, np.arange(3.0) + 1.0)

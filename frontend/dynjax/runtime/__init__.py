@@ -27,12 +27,12 @@ from .cache import (
     last_cache_hit,
 )
 from . import cache as _cache
+from .lapack import ensure_lapack_targets
 from .xla import (
     Executable,
     StaleExecutableError,
     compile,
     deserialize,
-    ensure_lapack_targets,
     execute,
     get_client,
     hlo_text,

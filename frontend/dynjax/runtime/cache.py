@@ -102,7 +102,7 @@ from os import write as _os_write          # module attributes: tests make them 
 from pathlib import Path
 from tempfile import mkstemp as _mkstemp
 
-from . import xla
+from . import compile_options, xla
 
 __all__ = [
     "cache_dir",
@@ -207,8 +207,8 @@ def cache_key(static_module) -> str:
     """The hex sha256 key for a static module (text or bytecode)."""
     h = hashlib.sha256()
     data = static_module.encode() if isinstance(static_module, str) else bytes(static_module)
-    for part in (_FORMAT.encode(), xla.jaxlib_version().encode(), _version().encode(),
-                 xla.backend_fingerprint().encode(), xla.compile_options_id().encode(),
+    for part in (_FORMAT.encode(), compile_options.jaxlib_version().encode(), _version().encode(),
+                 xla.backend_fingerprint().encode(), compile_options.compile_options_id().encode(),
                  b"text" if isinstance(static_module, str) else b"bytecode", data):
         h.update(struct.pack("<Q", len(part)))
         h.update(part)

@@ -21,6 +21,7 @@ import jaxlib._jax as _jax
 from jaxlib import xla_client as _xc
 
 from . import xla as _xla
+from .compile_options import compile_options
 
 
 class Layout:
@@ -192,7 +193,7 @@ def compile_sharded(static_module, in_layouts: Sequence[Optional[Layout]], out_l
         # every process returns whole results: each gets all of every output
         out_layouts = [Layout.replicated(_aval(t).ndim, device_ids) for t in out_types]
     text = sharded_text(static_module, in_layouts, out_layouts, device_ids)
-    opts = _xla.compile_options()
+    opts = compile_options()
     opts.num_partitions = n
     opts.num_replicas = 1
     build = opts.executable_build_options

@@ -43,6 +43,8 @@ import jaxlib._jax as _jax
 from jaxlib import xla_client as _xc
 
 from . import runners
+from .compile_options import compile_options, remember_flags
+from .lapack import ensure_lapack_targets, needs_lapack
 
 __all__ = [
     "Executable",
@@ -52,10 +54,7 @@ __all__ = [
     "serialize",
     "deserialize",
     "hlo_text",
-    "jaxlib_version",
     "backend_fingerprint",
-    "compile_options_id",
-    "ensure_lapack_targets",
     "StaleExecutableError",
     "active_runs",
     "wait_until_no_active_run",
@@ -132,13 +131,12 @@ def process_index() -> int:
 def get_client():
     """Return the process-wide XLA CPU client (created on first use, and again in a child
     process after ``fork``: see ``_after_fork_in_child``)."""
-    global _client, _device, _device_list, _devices, _sharding, _flags_at_start
+    global _client, _device, _device_list, _devices, _sharding
     if _client is None:
         with _lock:
             if _client is None:
                 _patch_jaxlib()
-                if _flags_at_start is None:
-                    _flags_at_start = xla_flags()
+                remember_flags()
                 client = _jax.get_tfrt_cpu_client(asynchronous=True, num_devices=_requested_devices(),
                                                   **_distributed_options)
                 _device = client.local_devices()[0]
@@ -194,12 +192,11 @@ class _Retired:
 
 
 def _after_fork_in_child() -> None:
-    global _client, _device, _device_list, _devices, _sharding, _lock, _lapack_lock
+    global _client, _device, _device_list, _devices, _sharding, _lock
     global generation, _compile_elsewhere, _server, _server_lock
     _abandoned.append((_client, _device, _device_list, _devices, _sharding, _server))
     _client = _device = _device_list = _devices = _sharding = _server = None
     _lock = threading.Lock()
-    _lapack_lock = threading.Lock()
     _server_lock = threading.Lock()
     _flight.clear()   # (runs of other threads did not survive the fork)
     generation += 1
@@ -225,71 +222,6 @@ def _compile_in_server(static_module):
     if not ok:
         raise ValueError(f"XLA failed to compile the module: {payload.decode(errors='replace')}")
     return deserialize(payload)
-
-
-def jaxlib_version() -> str:
-    return jaxlib.__version__
-
-
-def compile_options():
-    """The ``CompileOptions`` of a compile: XLA's defaults, with the options named in
-    ``$DYNJAX_XLA_OPTIONS`` on top (``xla_option_overrides``)."""
-    opts = _jax.CompileOptions()
-    overrides = xla_option_overrides()
-    if overrides:
-        opts.env_option_overrides = list(overrides)
-    return opts
-
-
-def xla_option_overrides() -> tuple:
-    """``$DYNJAX_XLA_OPTIONS`` as ``(name, value)`` pairs: XLA debug options for dynjax's own
-    compiles (what ``compiler_options`` is to ``jax.jit``), e.g.
-    ``DYNJAX_XLA_OPTIONS="xla_cpu_use_fusion_emitters=false"`` (compiles 2-3x faster, runs some
-    programs slower). Items are ``name=value``, separated by spaces or commas; ``true``/``false``
-    are booleans, numbers are numbers, anything else a string."""
-    raw = os.environ.get("DYNJAX_XLA_OPTIONS", "")
-    pairs = []
-    for item in raw.replace(",", " ").split():
-        name, eq, text = item.partition("=")
-        name = name.strip().lstrip("-")
-        if not eq or not re.fullmatch(r"xla_\w+", name) or not text:
-            raise ValueError(f"DYNJAX_XLA_OPTIONS: {item!r} is not of the form xla_<option>=<value> "
-                             f"(in {raw!r})")
-        low = text.lower()
-        if low in ("true", "false"):
-            value = low == "true"
-        else:
-            try:
-                value = int(text)
-            except ValueError:
-                try:
-                    value = float(text)
-                except ValueError:
-                    value = text
-        pairs.append((name, value))
-    return tuple(pairs)
-
-
-def compile_options_id() -> str:
-    """A string identifying the compile options we use (part of disk-cache keys): the
-    ``CompileOptions`` (with ``$DYNJAX_XLA_OPTIONS``) and the ``XLA_FLAGS`` this process's XLA
-    was started with (both change what XLA emits: fast math, its emitters, ...), so that an
-    executable on disk is only loaded by a process that would have compiled the same one."""
-    digest = hashlib.sha256(_jax.CompileOptions().SerializeAsString())
-    digest.update(b"\0overrides\0" + repr(xla_option_overrides()).encode())
-    digest.update(b"\0XLA_FLAGS\0" + " ".join(xla_flags()).encode())
-    return "CompileOptions+XLA_FLAGS:" + digest.hexdigest()[:16]
-
-
-_flags_at_start: "tuple | None" = None
-
-
-def xla_flags() -> tuple:
-    """The ``XLA_FLAGS`` of this process, split and sorted: as they were when the client was
-    made (XLA reads them once), or as they are now before that."""
-    if _flags_at_start is not None:
-        return _flags_at_start
-    return tuple(sorted(os.environ.get("XLA_FLAGS", "").split()))
 
 
 _backend_fp: str | None = None
@@ -574,7 +506,7 @@ def compile(static_module) -> Executable:
         return _compile_in_server(static_module)
     client = get_client()
     _compiler_used = True
-    if _needs_lapack(static_module):
+    if needs_lapack(static_module):
         ensure_lapack_targets()
     in_types, out_types = _main_types(static_module)
     for t in in_types:
@@ -778,7 +710,7 @@ def deserialize(blob: bytes) -> Executable:
     except (UnicodeDecodeError, ValueError):
         raise ValueError("corrupted serialized executable header") from None
     payload = blob[start + n:]
-    if _needs_lapack(payload):
+    if needs_lapack(payload):
         ensure_lapack_targets()
     try:
         loaded = client.deserialize_executable(payload, _device_list, _jax.CompileOptions())
@@ -821,58 +753,3 @@ def xla_memory_analysis(exe: Executable) -> dict:
     return {k: int(getattr(st, f"{k}_size_in_bytes"))
             for k in ("argument", "output", "alias", "temp", "generated_code")
             if hasattr(st, f"{k}_size_in_bytes")}
-
-
-# --------------------------------------------------------------------------
-# LAPACK custom-call targets (for dynjax.numpy.linalg)
-
-_lapack_lock = threading.Lock()
-_lapack_ready = False
-
-
-def ensure_lapack_targets() -> None:
-    """Register jaxlib's CPU LAPACK kernels (``lapack_dgetrf_ffi``, ``lapack_dpotrf_ffi``, ...)
-    as typed-FFI custom-call targets of XLA:CPU, once per process.
-
-    ``jaxlib.cpu._lapack.registrations()`` maps each target name to a ``PyCapsule`` holding the
-    FFI handler; they are registered for platform ``"cpu"`` with api version 1 (typed FFI)
-    in XLA's process-wide registry, so they serve every client. ``_lapack.initialize()`` loads
-    the LAPACK/BLAS routines the kernels call: jaxlib takes them from scipy's
-    ``cython_lapack``/``cython_blas`` (scipy is a dependency of the jaxlib wheel). Called by
-    the linalg lowering rules and before compiling or loading a module that uses a
-    ``lapack_*`` target; costs about 0.2 s the first time, nothing afterwards.
-    """
-    global _lapack_ready
-    if _lapack_ready:
-        return
-    with _lapack_lock:
-        if _lapack_ready:
-            return
-        try:
-            from jaxlib.cpu import _lapack
-        except ImportError as e:  # pragma: no cover - jaxlib built without the CPU kernels
-            raise RuntimeError(f"this jaxlib ({jaxlib.__version__}) has no CPU LAPACK kernels: {e}") from None
-        try:
-            _lapack.initialize()
-        except ImportError as e:  # pragma: no cover - scipy missing
-            raise RuntimeError(
-                "jaxlib's LAPACK kernels need scipy (jaxlib takes the LAPACK routines from "
-                f"scipy.linalg.cython_lapack): {e}") from None
-        get_client()
-        for name, capsule in _lapack.registrations().items():
-            _jax.register_custom_call_target(name, capsule, "cpu", 1)
-        _lapack_ready = True
-
-
-def lapack_target_names() -> list:
-    """The names of the LAPACK custom-call targets this jaxlib provides."""
-    from jaxlib.cpu import _lapack
-    return sorted(_lapack.registrations())
-
-
-def _needs_lapack(module) -> bool:
-    if isinstance(module, str):
-        return "lapack_" in module
-    if isinstance(module, (bytes, bytearray, memoryview)):
-        return b"lapack_" in bytes(module)
-    return False
