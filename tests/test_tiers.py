@@ -208,13 +208,18 @@ def test_an_eager_run_gives_way_once_its_bucket_is_compiled(tier, monkeypatch):
     np.testing.assert_array_equal(got, qjit(f.fun, abstracted_axes=({0: "n"}, None))(x, 300000))
 
 
-def test_heavy_programs_wait_for_their_bucket_instead(tier):
-    """Above tiers.EAGER_MAX_FLOPS (by the cost model, at the call's sizes) a new size waits
-    for its bucket: numpy would compete with the compile for the cores."""
+def test_heavy_programs_do_not_run_eagerly(tier):
+    """Above tiers.EAGER_MAX_FLOPS (by the cost model, at the call's sizes) a new size is not
+    evaluated by the numpy impls, which would compete with the compile for the cores. When no
+    compiled bucket holds it and its bucket was never queued, its exact executable compiles on
+    the call path (that module has none of the padded program's masks: XLA compiles it
+    faster) and the bucket after it, in the background; a later size of that bucket waits for
+    the bucket instead."""
     tier("auto")
     f = qjit(lambda x, k: for_loop(0, k, 1)(lambda i, a: a * 0.5 + i)(x), abstracted_axes=({0: "n"}, None))
     f(np.ones(3), 4)
     light, heavy = np.arange(40.0), np.arange(400.0)   # 2 * 40 * 10**5 = 8e6, 2 * 400 * 10**5 = 8e7 FLOPs
+    heavy_too = np.arange(450.0)                        # the same bucket as 400: 512
     release = threading.Event()
     tiers.background(release.wait)
     try:
@@ -224,11 +229,19 @@ def test_heavy_programs_wait_for_their_bucket_instead(tier):
         release.set()
     got_heavy = f(heavy, 10**5)
     info = f.cache_info()
-    assert info["eager_runs"] == 1 and info["padded_runs"] == 1, info
+    assert info["eager_runs"] == 1 and info["exact_runs"] == 2 and info["padded_runs"] == 0, info
+    assert info["compilations"] == 2, info
+    got_heavy_too = f(heavy_too, 10**5)
+    info = f.cache_info()
+    assert info["eager_runs"] == 1 and info["exact_runs"] == 2 and info["padded_runs"] == 1, info
+    assert info["compilations"] == 2, info
+    tiers.wait_for_background()
+    assert (512,) in f._last.program.single.padded, "the heavy size's bucket"
     tier("exact")
     g = qjit(f.fun, abstracted_axes=({0: "n"}, None))
     np.testing.assert_array_equal(got_light, g(light, 10**5))
     np.testing.assert_array_equal(got_heavy, g(heavy, 10**5))
+    np.testing.assert_array_equal(got_heavy_too, g(heavy_too, 10**5))
 
 
 def got_shape_dtype(x):

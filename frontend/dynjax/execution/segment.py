@@ -55,6 +55,7 @@ class Segment:
         self._lowering_lock = threading.Lock()
         self.cache = BoundedCache(stats.cache_size, executables=True)
         self.padded = BoundedCache(stats.cache_size, executables=True)  # size bucket -> PaddedRun (tier 1)
+        self.buckets_requested: set = set()               # buckets queued for the background once
         self.calls_at = BoundedCache(stats.cache_size)  # exact key -> _SizeRecord (sizes served padded)
         self.promoted: "weakref.WeakSet" = weakref.WeakSet()   # exact executables of recurring sizes
         self.compile_seconds: Optional[float] = None    # mean time of this segment's exact compiles
@@ -111,13 +112,17 @@ class Segment:
                 self.last_executable, self.last_specialized = host, None
                 explain.maybe(explain.tiers, lambda: f"host tier: {self._describe_key(key)}")
                 return host.call([args[i] for i in self.runtime]), host
-        first = False
+        queue_after = None   # the priority of the bucket to queue after an exact compile
         if exe is None and self.paddable:
             pol = tiers.policy()
             # auto: the first size compiles its exact executable (a program called at one
             # size never pads); sizes after it run padded
             first = pol == "auto" and not len(self.cache) and not len(self.padded)
             run = self._padded_run(args, pol == "auto") if pol != "exact" and not first else None
+            if first:   # ready for the next size: its bucket, compiled ahead
+                queue_after = tiers.AHEAD
+            elif run is _EXACT_FIRST:   # sizes beyond every compiled bucket: see _padded_run
+                run, queue_after = None, tiers.NEEDED
             record = None
             if run is not None:
                 record = self.calls_at.get_or_fill(key, lambda: self._first_padded_call(args))
@@ -143,8 +148,8 @@ class Segment:
                 return outs, None
         if exe is None:
             exe = self.cache.get_or_fill(key, lambda: self._compile(args))
-            if first:   # ready for the next size: its bucket, in the background
-                self._queue_own_bucket(args)
+            if queue_after is not None:   # the sizes' bucket, in the background
+                self._queue_own_bucket(args, queue_after)
         elif exe in self.promoted:
             self.stats.exact_calls_served += 1
         self.stats.exact_runs += 1
@@ -230,7 +235,9 @@ class Segment:
         background; when none does, the bucket and the next larger one compile in the
         background (so growing sizes find their program ready), and the call either runs
         eagerly meanwhile (a ``CompilingBucket``, for programs the cost model calls cheap) or
-        waits for the bucket. Without ``ahead``, the own bucket, compiled now."""
+        waits for the bucket; or, when the bucket was never queued, ``_EXACT_FIRST``: the
+        call compiles its exact executable and queues the buckets after it (``call``).
+        Without ``ahead``, the own bucket, compiled now."""
         values = [int(args[i]) for i in self.baked]
         if any(v < 0 for v in values):
             return None
@@ -245,12 +252,18 @@ class Segment:
                 return run
             if ahead:
                 larger = [b for b in self.padded.keys() if all(x >= y for x, y in zip(b, bounds))]
-                self._compile_bucket_later(bounds, values, tiers.AHEAD if larger else tiers.NEEDED)
                 if larger:
+                    self._compile_bucket_later(bounds, values, tiers.AHEAD)
                     return self.padded.get(min(larger, key=lambda b: int(np.prod(b, dtype=np.int64))))
-                self._compile_bucket_later(tuple(next_bucket(b) for b in bounds), None, tiers.AHEAD)
                 if self._cheap_for_eager(args):
+                    self._compile_bucket_later(bounds, values, tiers.NEEDED)
+                    self._compile_bucket_later(tuple(next_bucket(b) for b in bounds), None, tiers.AHEAD)
                     return CompilingBucket(self, bounds, values)
+                if not self.exact_by_padding and bounds not in self.buckets_requested \
+                        and not self.padded.filling(bounds):
+                    return _EXACT_FIRST
+                self._compile_bucket_later(bounds, values, tiers.NEEDED)
+                self._compile_bucket_later(tuple(next_bucket(b) for b in bounds), None, tiers.AHEAD)
             return self.padded.get_or_fill(bounds, lambda: self._build_padded(bounds, values))
         except NotPaddable as e:
             self._not_paddable(e)
@@ -263,12 +276,14 @@ class Segment:
             self.paddable = False
             explain.maybe(explain.tiers, lambda: f"exact sizes only: the program cannot run padded ({why})")
 
-    def _queue_own_bucket(self, args):
-        """After the first size: its bucket and the next larger one, in the background."""
+    def _queue_own_bucket(self, args, priority):
+        """After the first size (``tiers.AHEAD``), or sizes that compiled their exact executable
+        because no bucket held them (``tiers.NEEDED``): their bucket and the next larger one,
+        in the background."""
         values = [int(args[i]) for i in self.baked]
         if all(v >= 0 for v in values):
             bounds = tuple(bucket(v) for v in values)
-            self._compile_bucket_later(bounds, None, tiers.AHEAD)
+            self._compile_bucket_later(bounds, None, priority)
             self._compile_bucket_later(tuple(next_bucket(b) for b in bounds), None, tiers.AHEAD)
 
     def _compile_bucket_later(self, bounds, values, priority):
@@ -283,6 +298,7 @@ class Segment:
                 seg.padded.get_or_fill(bounds, lambda: seg._build_padded(bounds, values))
             except NotPaddable as e:
                 seg._not_paddable(e)
+        self.buckets_requested.add(bounds)
         if tiers.submit(("bucket", bounds), build, priority, owner=self.stats,
                         on_drop=self.stats.job_dropped, subject=self):
             self.stats.background_compilations += 1
@@ -512,6 +528,13 @@ class _Shape:
 
     def __init__(self, shape):
         self.shape = shape
+
+
+#: ``Segment._padded_run``'s answer for sizes that no compiled bucket holds, when the call
+#: would wait for its bucket's compile: their exact executable compiles on the call path
+#: instead (its module, without the padded program's masks, compiles faster), and the
+#: bucket and the next one up compile in the background after it
+_EXACT_FIRST = object()
 
 
 class CompilingBucket:

@@ -22,7 +22,9 @@ and shapes, never the caller's arrays.
 Tier 0 (``auto`` only): a new size whose bucket is still compiling, with no compiled bucket
 that holds it, is evaluated by the numpy impls meanwhile, if the cost model puts it below
 ``EAGER_MAX_FLOPS``; the evaluation gives way to the bucket as soon as it is compiled
-(``segment.Segment._run_eagerly``).
+(``segment.Segment._run_eagerly``). A heavier program at such a size waits for its bucket,
+unless the bucket was never queued: then the size compiles its exact executable on the call
+path (faster to compile than the padded program) and queues the bucket after it.
 
 Compiles ahead (``AHEAD``: the first size's own bucket and the next one up, queued after the
 first call; a new size's bucket when a larger compiled one already serves it) are speculative:
@@ -348,8 +350,12 @@ class StepAside:
 
 
 def _lower_priority():
-    """Background compiles yield the cores to the calls being served (Linux: a thread's nice
-    value is its own, and the threads XLA starts from it inherit it)."""
+    """The compile thread's Python work (padding, lowering) yields the cores to the calls
+    being served (Linux: a thread's nice value is its own). XLA compiles on a pool of threads
+    it starts at the process's first compile, usually from the calling thread, which keep that
+    thread's priority: reniced by hand to 19, they let an attention run beside compiles take
+    5-7 ms instead of 9-10 ms, but the streams of ``bench/streams.py`` did not get faster (the
+    compiles then finished later, and the calls waited for their buckets longer)."""
     try:
         os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 10)
     except (AttributeError, OSError):
