@@ -41,7 +41,8 @@ os.environ.setdefault("JAX_ENABLE_COMPILATION_CACHE", "false")
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 # torch.compile's on-disk caches (inductor's FX graphs and kernels) start empty in every run,
-# as dynjax's and jax's do above: a warm cache turns its first call's 2-4 s into ~0.1 s
+# as dynjax's and jax's do above (the caches of earlier runs had turned torch's first calls'
+# 2-11 s into 0.1-4.5 s)
 if "TORCHINDUCTOR_CACHE_DIR" not in os.environ:
     os.environ["TORCHINDUCTOR_CACHE_DIR"] = tempfile.mkdtemp(prefix="streams-inductor-")
     atexit.register(shutil.rmtree, os.environ["TORCHINDUCTOR_CACHE_DIR"], True)

@@ -354,7 +354,7 @@ def _lower_priority():
     being served (Linux: a thread's nice value is its own). XLA compiles on a pool of threads
     it starts at the process's first compile, usually from the calling thread, which keep that
     thread's priority: reniced by hand to 19, they let an attention run beside compiles take
-    5-7 ms instead of 9-10 ms, but the streams of ``bench/streams.py`` did not get faster (the
+    5-7 ms instead of 8-10 ms, but the streams of ``bench/streams.py`` did not get faster (the
     compiles then finished later, and the calls waited for their buckets longer)."""
     try:
         os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 10)
