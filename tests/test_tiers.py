@@ -244,6 +244,23 @@ def test_heavy_programs_do_not_run_eagerly(tier):
     np.testing.assert_array_equal(got_heavy_too, g(heavy_too, 10**5))
 
 
+def test_without_compiles_ahead_a_heavy_size_compiles_only_its_bucket(tier, monkeypatch):
+    """With ``DYNJAX_COMPILE_AHEAD=0`` (batch jobs, busy machines) no compile is added: a
+    heavy size past every compiled bucket compiles its bucket on the call path and runs in
+    it, as a size whose bucket is queued does."""
+    tier("auto")
+    monkeypatch.setenv("DYNJAX_COMPILE_AHEAD", "0")
+    f = qjit(lambda x, k: for_loop(0, k, 1)(lambda i, a: a * 0.5 + i)(x), abstracted_axes=({0: "n"}, None))
+    f(np.ones(3), 4)
+    heavy = np.arange(400.0)   # 2 * 400 * 10**5 = 8e7 FLOPs
+    got = f(heavy, 10**5)
+    info = f.cache_info()
+    assert info["exact_runs"] == 1 and info["padded_runs"] == 1 and info["eager_runs"] == 0, info
+    assert info["compilations"] == 1 and info["padded_compilations"] == 1, info
+    tier("exact")
+    np.testing.assert_array_equal(got, qjit(f.fun, abstracted_axes=({0: "n"}, None))(heavy, 10**5))
+
+
 def got_shape_dtype(x):
     return np.shape(x), np.asarray(x).dtype
 

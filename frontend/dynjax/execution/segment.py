@@ -259,8 +259,8 @@ class Segment:
                     self._compile_bucket_later(bounds, values, tiers.NEEDED)
                     self._compile_bucket_later(tuple(next_bucket(b) for b in bounds), None, tiers.AHEAD)
                     return CompilingBucket(self, bounds, values)
-                if not self.exact_by_padding and bounds not in self.buckets_requested \
-                        and not self.padded.filling(bounds):
+                if tiers.compile_ahead() and not self.exact_by_padding \
+                        and bounds not in self.buckets_requested and not self.padded.filling(bounds):
                     return _EXACT_FIRST
                 self._compile_bucket_later(bounds, values, tiers.NEEDED)
                 self._compile_bucket_later(tuple(next_bucket(b) for b in bounds), None, tiers.AHEAD)
@@ -533,7 +533,9 @@ class _Shape:
 #: ``Segment._padded_run``'s answer for sizes that no compiled bucket holds, when the call
 #: would wait for its bucket's compile: their exact executable compiles on the call path
 #: instead (its module, without the padded program's masks, compiles faster), and the
-#: bucket and the next one up compile in the background after it
+#: bucket and the next one up compile in the background after it. One compile more than
+#: waiting for the bucket, so only where background compiles are welcome
+#: (``tiers.compile_ahead()``)
 _EXACT_FIRST = object()
 
 

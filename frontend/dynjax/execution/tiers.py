@@ -23,8 +23,9 @@ Tier 0 (``auto`` only): a new size whose bucket is still compiling, with no comp
 that holds it, is evaluated by the numpy impls meanwhile, if the cost model puts it below
 ``EAGER_MAX_FLOPS``; the evaluation gives way to the bucket as soon as it is compiled
 (``segment.Segment._run_eagerly``). A heavier program at such a size waits for its bucket,
-unless the bucket was never queued: then the size compiles its exact executable on the call
-path (faster to compile than the padded program) and queues the bucket after it.
+unless the bucket was never queued and compiles ahead are on: then the size compiles its
+exact executable on the call path (faster to compile than the padded program) and queues the
+bucket after it (one compile more than waiting for the bucket).
 
 Compiles ahead (``AHEAD``: the first size's own bucket and the next one up, queued after the
 first call; a new size's bucket when a larger compiled one already serves it) are speculative:
