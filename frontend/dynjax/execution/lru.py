@@ -83,10 +83,6 @@ class BoundedCache:
     def keys(self):
         return list(self._data.keys())
 
-    def filling(self, key) -> bool:
-        """Whether a thread is computing the value of ``key`` now."""
-        return key in self._fills
-
     def get(self, key, default=None):
         """The cached value (refreshing its recency), or ``default``."""
         data = self._data

@@ -255,15 +255,13 @@ class Segment:
                 if larger:
                     self._compile_bucket_later(bounds, values, tiers.AHEAD)
                     return self.padded.get(min(larger, key=lambda b: int(np.prod(b, dtype=np.int64))))
-                if self._cheap_for_eager(args):
-                    self._compile_bucket_later(bounds, values, tiers.NEEDED)
-                    self._compile_bucket_later(tuple(next_bucket(b) for b in bounds), None, tiers.AHEAD)
-                    return CompilingBucket(self, bounds, values)
-                if tiers.compile_ahead() and not self.exact_by_padding \
-                        and bounds not in self.buckets_requested and not self.padded.filling(bounds):
+                cheap = self._cheap_for_eager(args)
+                if not cheap and tiers.compile_ahead() and not self.exact_by_padding \
+                        and bounds not in self.buckets_requested:
                     return _EXACT_FIRST
-                self._compile_bucket_later(bounds, values, tiers.NEEDED)
-                self._compile_bucket_later(tuple(next_bucket(b) for b in bounds), None, tiers.AHEAD)
+                self._queue_buckets(bounds, values, tiers.NEEDED)
+                if cheap:
+                    return CompilingBucket(self, bounds, values)
             return self.padded.get_or_fill(bounds, lambda: self._build_padded(bounds, values))
         except NotPaddable as e:
             self._not_paddable(e)
@@ -282,9 +280,13 @@ class Segment:
         in the background."""
         values = [int(args[i]) for i in self.baked]
         if all(v >= 0 for v in values):
-            bounds = tuple(bucket(v) for v in values)
-            self._compile_bucket_later(bounds, None, priority)
-            self._compile_bucket_later(tuple(next_bucket(b) for b in bounds), None, tiers.AHEAD)
+            self._queue_buckets(tuple(bucket(v) for v in values), None, priority)
+
+    def _queue_buckets(self, bounds, values, priority):
+        """The bucket ``bounds`` (at ``priority``) and the next larger one (ahead), in the
+        background."""
+        self._compile_bucket_later(bounds, values, priority)
+        self._compile_bucket_later(tuple(next_bucket(b) for b in bounds), None, tiers.AHEAD)
 
     def _compile_bucket_later(self, bounds, values, priority):
         """Queue the padded program of a bucket on the background compile thread (once: a
