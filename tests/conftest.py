@@ -16,6 +16,13 @@ from hypothesis import settings
 # back on (the ``compile_ahead`` fixture); test_tiers also re-runs other suites padded.
 os.environ.setdefault("DYNJAX_COMPILE_AHEAD", "0")
 
+# A cheap program's new sizes run eagerly until their eager runs have taken as long as a compile
+# (execution/tiers.py, DYNJAX_EAGER_UNTIL_PAID): which tier serves a call then depends on how
+# fast the machine ran the earlier ones. Most tests check the compiled programs, and the tier
+# tests the buckets, so the suite queues a bucket at its first size; test_tiers turns the rule
+# on (the ``eager_until_paid`` fixture) with the price of a compile pinned.
+os.environ.setdefault("DYNJAX_EAGER_UNTIL_PAID", "0")
+
 # The host tier (execution/host_tier.py) runs programs too small for XLA as numpy calls, and
 # most tests call their programs at a few elements: with it on, they would check numpy rather
 # than the compiled program. So the suite compiles; test_host_tier turns the tier on, and the
@@ -146,6 +153,22 @@ def exact_tier(monkeypatch):
 def compile_ahead(monkeypatch):
     """Speculative bucket compiles on, as in a user's process (``DYNJAX_COMPILE_AHEAD``)."""
     monkeypatch.setenv("DYNJAX_COMPILE_AHEAD", "1")
+
+
+@pytest.fixture
+def eager_until_paid(monkeypatch):
+    """Cheap new sizes run eagerly until that has cost a compile (``DYNJAX_EAGER_UNTIL_PAID``),
+    as in a user's process; the returned function pins the price of a compile (seconds)."""
+    from dynjax.execution.segment import Segment
+    monkeypatch.setenv("DYNJAX_EAGER_UNTIL_PAID", "1")
+    price = [None]
+    real = Segment._compile_cost
+    monkeypatch.setattr(Segment, "_compile_cost",
+                        lambda self: real(self) if price[0] is None else price[0])
+
+    def pin(seconds):
+        price[0] = seconds
+    return pin
 
 
 @pytest.fixture

@@ -59,6 +59,9 @@ class Segment:
         self.calls_at = BoundedCache(stats.cache_size)  # exact key -> _SizeRecord (sizes served padded)
         self.promoted: "weakref.WeakSet" = weakref.WeakSet()   # exact executables of recurring sizes
         self.compile_seconds: Optional[float] = None    # mean time of this segment's exact compiles
+        #: seconds of eager runs at sizes whose bucket is not yet asked for (the ski rental of
+        #: ``_run_eagerly``: a bucket is queued once they would have paid for its compile)
+        self.eager_seconds = 0.0
         self._eager_estimate = None                     # (cost, names of the int inputs) or False
         self.paddable = bool(self.baked)                # False once padding proved impossible
         self.hosted = BoundedCache(stats.cache_size)    # exact key -> HostProgram or _NOT_HOSTED
@@ -102,7 +105,14 @@ class Segment:
 
     def call(self, args: Sequence[Any]):
         """The outputs for concrete inputs, and the exact executable (or host program) that
-        computed them (None when the padded or the eager tier did: see ``tiers``)."""
+        computed them (None when the padded or the eager tier did: see ``tiers``). The call
+        counts as an active run throughout (``runtime.served_on_host``): background compiles
+        step aside for its host work as for its XLA runs."""
+        from ..runtime import served_on_host
+        with served_on_host:
+            return self._serve(args)
+
+    def _serve(self, args: Sequence[Any]):
         key = self._key(args)
         exe = self.cache.get(key)
         if exe is None and self._hostable is not False:
@@ -119,8 +129,8 @@ class Segment:
             # size never pads); sizes after it run padded
             first = pol == "auto" and not len(self.cache) and not len(self.padded)
             run = self._padded_run(args, pol == "auto") if pol != "exact" and not first else None
-            if first:   # ready for the next size: its bucket, compiled ahead
-                queue_after = tiers.AHEAD
+            if first and not self._served_eagerly(args):   # ready for the next size: its
+                queue_after = tiers.AHEAD                      # bucket, compiled ahead
             elif run is _EXACT_FIRST:   # sizes beyond every compiled bucket: see _padded_run
                 run, queue_after = None, tiers.NEEDED
             record = None
@@ -251,11 +261,17 @@ class Segment:
             if run is not None:
                 return run
             if ahead:
+                cheap = self._cheap_for_eager(args)
+                rent = cheap and tiers.eager_until_paid()
                 larger = [b for b in self.padded.keys() if all(x >= y for x, y in zip(b, bounds))]
                 if larger:
-                    self._compile_bucket_later(bounds, values, tiers.AHEAD)
-                    return self.padded.get(min(larger, key=lambda b: int(np.prod(b, dtype=np.int64))))
-                cheap = self._cheap_for_eager(args)
+                    best = min(larger, key=_elements)
+                    if not rent:
+                        self._compile_bucket_later(bounds, values, tiers.AHEAD)
+                    if not rent or _elements(best) <= 2 * _elements(bounds):
+                        return self.padded.get(best)
+                if rent:   # queued once eager runs would have paid for it (_EagerStop)
+                    return CompilingBucket(self, bounds, values, queued=bounds in self.buckets_requested)
                 if not cheap and tiers.compile_ahead() and not self.exact_by_padding \
                         and bounds not in self.buckets_requested:
                     return _EXACT_FIRST
@@ -320,6 +336,11 @@ class Segment:
             return False
         return c["flops"] + c["transcendentals"] <= tiers.EAGER_MAX_FLOPS
 
+    def _served_eagerly(self, args) -> bool:
+        """Whether new sizes like these are served eagerly until that has paid for a compile
+        (``tiers.eager_until_paid``), so that nothing is compiled ahead for them."""
+        return tiers.eager_until_paid() and self._cheap_for_eager(args)
+
     def _cost_estimate(self):
         """``cost_model.cost_in_inputs`` of the segment for its integer inputs (False when the
         cost model cannot tell), computed once."""
@@ -340,15 +361,17 @@ class Segment:
         the evaluation is abandoned and the bucket serves it. None when abandoned (or when
         eager evaluation fails: the compiled program decides)."""
         from ..core.interpret import Interrupted, eval_jaxpr, interruptible
-        padded = self.padded
+        start = time.perf_counter()
+        stop = _EagerStop(self, bucket, start)
         try:
-            with interruptible(lambda: bucket.bounds in padded or not self.paddable), \
-                    np.errstate(all="ignore"):
+            with interruptible(stop), np.errstate(all="ignore"):
                 outs = eval_jaxpr(self.jaxpr, self.consts, *args)
         except Interrupted:
             return None
         except Exception:
             return None
+        if not bucket.queued:   # not yet worth a compile: this run adds to the rental
+            self.eager_seconds += time.perf_counter() - start
         self.stats.eager_runs += 1
         explain.maybe(explain.tiers, lambda: f"eager tier, while the bucket {list(bucket.bounds)} compiles: "
                       f"{self._describe_key(self._key(args))}")
@@ -542,13 +565,13 @@ _EXACT_FIRST = object()
 
 
 class CompilingBucket:
-    """A size bucket whose padded program is compiling in the background (see
-    ``Segment._padded_run``); ``ready()`` waits for it (or compiles it, if the background
-    thread has not started it yet)."""
-    __slots__ = ("segment", "bounds", "values")
+    """A size bucket whose padded program is compiling in the background, or (``queued``
+    False) not yet asked for (see ``Segment._padded_run``); ``ready()`` waits for it (or
+    compiles it, if the background thread has not started it yet)."""
+    __slots__ = ("segment", "bounds", "values", "queued")
 
-    def __init__(self, segment: Segment, bounds, values):
-        self.segment, self.bounds, self.values = segment, bounds, values
+    def __init__(self, segment: Segment, bounds, values, queued: bool = True):
+        self.segment, self.bounds, self.values, self.queued = segment, bounds, values, queued
 
     def ready(self) -> Optional[PaddedRun]:
         """The bucket's padded program, or None when the program cannot run padded."""
@@ -558,6 +581,29 @@ class CompilingBucket:
         except NotPaddable as e:
             seg._not_paddable(e)
             return None
+
+
+class _EagerStop:
+    """The check an eager run makes before each equation (``core.interpret.interruptible``):
+    once the segment's eager time, this run's included, would have paid for a compile, the
+    bucket is queued (with the next one up); the run gives way once the bucket is compiled."""
+    __slots__ = ("segment", "bucket", "start")
+
+    def __init__(self, segment: Segment, bucket: CompilingBucket, start: float):
+        self.segment, self.bucket, self.start = segment, bucket, start
+
+    def __call__(self) -> bool:
+        seg, bucket = self.segment, self.bucket
+        if not bucket.queued and seg.eager_seconds + time.perf_counter() - self.start >= seg._compile_cost():
+            bucket.queued = True
+            seg.eager_seconds = 0.0
+            seg._queue_buckets(bucket.bounds, bucket.values, tiers.NEEDED)
+        return bucket.bounds in seg.padded or not seg.paddable
+
+
+def _elements(bounds) -> int:
+    """The number of elements of a bucket's sizes (their product)."""
+    return int(np.prod(bounds, dtype=np.int64))
 
 
 def _host_sizes(jaxpr: Jaxpr, baked: Sequence[Var]):

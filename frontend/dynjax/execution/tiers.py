@@ -19,13 +19,27 @@ executables, by how often their size was called); when the queue is full the lea
 job is dropped (never a bucket a call needs for a job that is less useful). Jobs hold sizes
 and shapes, never the caller's arrays.
 
-Tier 0 (``auto`` only): a new size whose bucket is still compiling, with no compiled bucket
-that holds it, is evaluated by the numpy impls meanwhile, if the cost model puts it below
-``EAGER_MAX_FLOPS``; the evaluation gives way to the bucket as soon as it is compiled
-(``segment.Segment._run_eagerly``). A heavier program at such a size waits for its bucket,
-unless the bucket was never queued and compiles ahead are on: then the size compiles its
-exact executable on the call path (faster to compile than the padded program) and queues the
-bucket after it (one compile more than waiting for the bucket).
+Tier 0 (``auto`` only): a new size that no compiled bucket holds is evaluated by the numpy
+impls if the cost model puts it below ``EAGER_MAX_FLOPS`` (a *cheap* size). Its bucket is
+not compiled at once: a compile costs tens of milliseconds of both cores, more than many
+eager runs of a cheap program (a 2-layer MLP of 2000 rows: 1 ms in numpy, 0.6-1.2 ms in
+XLA), so the segment keeps the time its eager runs have taken, and queues the bucket of the
+size being served (and the next one up) once that time reaches the cost of a compile (its
+measured exact compiles, ``DEFAULT_COMPILE_SECONDS`` before one): rent until renting has
+cost the price of buying. A stream that eager runs serve as fast as XLA would compiles
+nothing more; a size that recurs gets its bucket after a compile's time of eager runs. The check runs
+before each equation of an eager run (``segment._EagerStop``), so one long run (a loop of
+many steps) queues its bucket once it has run for a compile's time. An eager run gives way
+to its bucket as soon as that is compiled (``segment.Segment._run_eagerly``). A compiled
+bucket more than twice as large as the size's own serves it padded only if the size is not
+cheap; nothing is compiled ahead for cheap sizes. ``DYNJAX_EAGER_UNTIL_PAID=0`` queues a
+cheap size's bucket at its first call instead (and runs eagerly while it compiles), as a
+heavier size's always is.
+
+A heavier size waits for its bucket, unless the bucket was never queued and compiles ahead
+are on: then it compiles its exact executable on the call path (faster to compile than the
+padded program) and queues the bucket after it (one compile more than waiting for the
+bucket).
 
 Compiles ahead (``AHEAD``: the first size's own bucket and the next one up, queued after the
 first call; a new size's bucket when a larger compiled one already serves it) are speculative:
@@ -68,10 +82,11 @@ PADDED_OVERHEAD_SECONDS = 10e-6
 #: what an exact compile is assumed to cost before this segment has timed one
 DEFAULT_COMPILE_SECONDS = 0.05
 
-#: tier 0: a new size whose bucket is still compiling is evaluated by the numpy impls when the
-#: cost model puts it below this many FLOPs (a few tens of milliseconds of numpy at most);
-#: heavier programs wait for the compile rather than compete with it for the cores
-EAGER_MAX_FLOPS = 3e7
+#: tier 0: a new size that no compiled bucket holds is evaluated by the numpy impls when the
+#: cost model puts it below this many FLOPs (a few tens of milliseconds of numpy at most; a
+#: 2-layer MLP of 2000 rows, 38 MFLOPs, in 1 ms); heavier programs wait for a compile rather
+#: than compete with it for the cores
+EAGER_MAX_FLOPS = 5e7
 
 #: an executable whose run the cost model puts above this many FLOPs, or cannot bound (a
 #: while loop, a trip count passed at run time), is waited for on a helper thread so that
@@ -111,6 +126,13 @@ def compile_ahead() -> bool:
     """Whether speculative bucket compiles are queued (``$DYNJAX_COMPILE_AHEAD``, on unless
     ``0``/``false``/``no``/``off``)."""
     return os.environ.get("DYNJAX_COMPILE_AHEAD", "").strip().lower() not in ("0", "false", "no", "off")
+
+
+def eager_until_paid() -> bool:
+    """Whether a cheap program's new sizes run eagerly until that has cost a compile before
+    their bucket is queued (``$DYNJAX_EAGER_UNTIL_PAID``, on unless ``0``/``false``/``no``/``off``;
+    see the module)."""
+    return os.environ.get("DYNJAX_EAGER_UNTIL_PAID", "").strip().lower() not in ("0", "false", "no", "off")
 
 
 def synchronous() -> bool:

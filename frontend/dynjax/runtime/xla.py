@@ -57,6 +57,7 @@ __all__ = [
     "backend_fingerprint",
     "StaleExecutableError",
     "active_runs",
+    "served_on_host",
     "wait_until_no_active_run",
 ]
 
@@ -440,6 +441,24 @@ def active_runs() -> int:
     """How many runs of compiled programs are active now, on any thread
     (``Executable.call_exact``)."""
     return len(_flight)
+
+
+class _ServedOnHost:
+    """``with served_on_host:`` counts the block as an active run (``active_runs``), as a
+    compiled program's run is from its first transfer to its last output: for the work of a
+    call that runs on the host (the eager tier's numpy evaluation, padding inputs and cutting
+    results), which background Python work would otherwise hold the GIL from for its switch
+    interval (5 ms) at each numpy call (``core.cooperative``)."""
+    __slots__ = ()
+
+    def __enter__(self):
+        _flight_append(None)
+
+    def __exit__(self, *exc):
+        _flight_pop()
+
+
+served_on_host = _ServedOnHost()
 
 
 def wait_until_no_active_run(timeout: float) -> bool:

@@ -1,0 +1,173 @@
+"""The rent-or-buy rule of the automatic tiers (``execution.tiers``, ``DYNJAX_EAGER_UNTIL_PAID``):
+a cheap program's new sizes run eagerly, with nothing compiled for them, until their eager
+runs have taken as long as a compile; then the bucket of the size being served is queued. The
+price of a compile is pinned by the ``eager_until_paid`` fixture, so that which tier serves a
+call does not depend on the machine's speed; every result is checked against the exact tier
+and numpy."""
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import pytest
+
+import dynjax.numpy as jnp
+from dynjax import for_loop, qjit, runtime
+from dynjax.execution import tiers
+from dynjax.execution.padding import bucket
+from dynjax.execution.program import Segment
+
+pytestmark = pytest.mark.usefixtures("compile_ahead")
+
+
+@pytest.fixture
+def auto(monkeypatch):
+    monkeypatch.setenv("DYNJAX_TIERS", "auto")
+
+
+def _affine(x):
+    return x * 0.5 + 1.0   # exact in any evaluation: the eager and compiled results agree bit for bit
+
+
+def _segment(f) -> Segment:
+    return f._last.program.single
+
+
+def _exact(fn, *args, axes=({0: "n"},)):
+    """What the exact tier computes (the policy is read at every call)."""
+    g = qjit(fn, abstracted_axes=axes)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("DYNJAX_TIERS", "exact")
+        return g(*args)
+
+
+def bucket_of(n):
+    return (bucket(n),)
+
+
+def test_cheap_sizes_compile_nothing_until_their_eager_runs_cost_a_compile(auto, eager_until_paid):
+    eager_until_paid(1e9)   # a compile costs more than any eager run here
+    f = qjit(_affine, abstracted_axes=({0: "n"},))
+    sizes = [5, 40, 100, 300, 700, 2000]
+    outs = [f(np.arange(n, dtype=float)) for n in sizes]
+    tiers.wait_for_background()
+    info = f.cache_info()
+    # the first size compiles its exact executable and nothing ahead (the program is cheap)
+    assert info["compilations"] == 1 and info["exact_runs"] == 1, info
+    assert info["eager_runs"] == len(sizes) - 1, info
+    assert info["background_compilations"] == 0 and info["padded_compilations"] == 0, info
+    assert _segment(f).eager_seconds > 0
+    for n, got in zip(sizes, outs):
+        x = np.arange(n, dtype=float)
+        np.testing.assert_array_equal(got, x * 0.5 + 1.0)
+        np.testing.assert_array_equal(got, _exact(_affine, x))
+
+    eager_until_paid(0.0)   # now the eager runs have paid for one: the next size queues its bucket
+    x = np.arange(1500, dtype=float)
+    np.testing.assert_array_equal(f(x), x * 0.5 + 1.0)
+    tiers.wait_for_background()
+    info = f.cache_info()
+    assert info["background_compilations"] == 2, info   # its bucket and the next one up
+    assert info["padded_compilations"] == 2 and bucket_of(1500) in _segment(f).padded, info
+    assert _segment(f).eager_seconds == 0.0, "the rent starts again"
+    eager_until_paid(1e9)
+    y = np.arange(1450, dtype=float)   # the same bucket: runs padded, compiles nothing
+    np.testing.assert_array_equal(f(y), y * 0.5 + 1.0)
+    info2 = f.cache_info()
+    assert info2["padded_runs"] == info["padded_runs"] + 1, info2
+    assert info2["background_compilations"] == info["background_compilations"], info2
+
+
+def test_a_compiled_bucket_serves_a_cheap_size_only_up_to_twice_its_own(auto, eager_until_paid):
+    """A cheap size that a compiled bucket holds runs padded there when that bucket has at most
+    twice the elements of its own (nothing compiled ahead for it); in a larger one, eagerly."""
+    f = qjit(_affine, abstracted_axes=({0: "n"},))
+    f(np.ones(3))
+    eager_until_paid(0.0)
+    f(np.ones(1000))           # queues the bucket 1024 (and the next one up)
+    tiers.wait_for_background()
+    assert bucket_of(1000) in _segment(f).padded
+    eager_until_paid(1e9)
+    before = f.cache_info()
+    x = np.arange(300, dtype=float)   # bucket 512: 1024 is twice as large
+    np.testing.assert_array_equal(f(x), x * 0.5 + 1.0)
+    mid = f.cache_info()
+    assert mid["padded_runs"] == before["padded_runs"] + 1 and mid["eager_runs"] == before["eager_runs"], mid
+    y = np.arange(200, dtype=float)   # bucket 256: 1024 is four times as large
+    np.testing.assert_array_equal(f(y), y * 0.5 + 1.0)
+    after = f.cache_info()
+    assert after["eager_runs"] == mid["eager_runs"] + 1 and after["padded_runs"] == mid["padded_runs"], after
+    tiers.wait_for_background()
+    assert f.cache_info()["background_compilations"] == before["background_compilations"]
+
+
+def test_a_long_eager_run_queues_its_bucket_and_gives_way_to_it(auto, eager_until_paid, monkeypatch):
+    """300 000 loop steps by the numpy impls would take seconds: once the run has taken a
+    compile's time (pinned at 20 ms) its bucket is queued, and the run is abandoned for the
+    bucket as soon as that is compiled."""
+    tried = []
+    run_eagerly = Segment._run_eagerly
+    monkeypatch.setattr(Segment, "_run_eagerly", lambda self, *a: tried.append(run_eagerly(self, *a)))
+    eager_until_paid(0.02)
+    fn = lambda x, k: for_loop(0, k, 1)(lambda i, a: a * 0.5 + i)(x)  # noqa: E731
+    f = qjit(fn, abstracted_axes=({0: "n"}, None))
+    f(np.ones(3), 4)
+    x = np.arange(40.0)
+    got = f(x, 300000)
+    info = f.cache_info()
+    assert tried == [None] and info["eager_runs"] == 0 and info["padded_runs"] == 1, info
+    np.testing.assert_array_equal(got, _exact(fn, x, 300000, axes=({0: "n"}, None)))
+
+
+def test_heavy_sizes_are_not_served_eagerly(auto, eager_until_paid):
+    """Above ``tiers.EAGER_MAX_FLOPS`` the rule does not apply: the size compiles (its exact
+    executable, its bucket queued after it), whatever the price of a compile."""
+    eager_until_paid(1e9)
+    fn = lambda x, k: for_loop(0, k, 1)(lambda i, a: a * 0.5 + i)(x)  # noqa: E731
+    f = qjit(fn, abstracted_axes=({0: "n"}, None))
+    f(np.ones(3), 4)
+    heavy = np.arange(400.0)   # 2 * 400 * 10**5 = 8e7 FLOPs
+    got = f(heavy, 10**5)
+    tiers.wait_for_background()
+    info = f.cache_info()
+    assert info["eager_runs"] == 0 and info["compilations"] == 2 and info["padded_compilations"] >= 1, info
+    np.testing.assert_array_equal(got, _exact(fn, heavy, 10**5, axes=({0: "n"}, None)))
+
+
+def test_background_compiles_step_aside_for_a_call_served_on_the_host(auto, eager_until_paid, monkeypatch):
+    """An eager run is host work that the compile thread's Python (padding, lowering) would
+    hold the GIL from for its switch interval at each numpy call: the call counts as an active
+    run (``runtime.active_runs``), which background work waits for (``core.cooperative``)."""
+    seen = []
+    run_eagerly = Segment._run_eagerly
+
+    def spy(self, *a):
+        seen.append(runtime.active_runs())
+        return run_eagerly(self, *a)
+    monkeypatch.setattr(Segment, "_run_eagerly", spy)
+    eager_until_paid(1e9)
+    f = qjit(_affine, abstracted_axes=({0: "n"},))
+    f(np.ones(3))
+    results = []
+    threads = [threading.Thread(target=lambda n=n: results.append(f(np.ones(n)))) for n in (50, 60)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(seen) == 2 and min(seen) >= 1, seen
+    assert runtime.active_runs() == 0
+    assert sorted(r.shape[0] for r in results) == [50, 60] and all((r == 1.5).all() for r in results)
+
+
+def test_the_rule_can_be_turned_off(auto, eager_until_paid, monkeypatch):
+    """``DYNJAX_EAGER_UNTIL_PAID=0``: a cheap size's bucket is queued at its first call, and
+    the first size's bucket is compiled ahead."""
+    eager_until_paid(1e9)
+    monkeypatch.setenv("DYNJAX_EAGER_UNTIL_PAID", "0")
+    f = qjit(_affine, abstracted_axes=({0: "n"},))
+    f(np.ones(3))
+    x = np.arange(700, dtype=float)
+    np.testing.assert_array_equal(f(x), x * 0.5 + 1.0)
+    tiers.wait_for_background()
+    info = f.cache_info()
+    assert info["background_compilations"] >= 3 and bucket_of(700) in _segment(f).padded, info
