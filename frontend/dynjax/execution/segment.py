@@ -373,8 +373,9 @@ class Segment:
         if not bucket.queued:   # not yet worth a compile: this run adds to the rental
             self.eager_seconds += time.perf_counter() - start
         self.stats.eager_runs += 1
-        explain.maybe(explain.tiers, lambda: f"eager tier, while the bucket {list(bucket.bounds)} compiles: "
-                      f"{self._describe_key(self._key(args))}")
+        explain.maybe(explain.tiers, lambda: f"eager tier, while the bucket {list(bucket.bounds)} "
+                      + ("compiles" if bucket.queued else "is not worth a compile yet")
+                      + f": {self._describe_key(self._key(args))}")
         return _owned([np.asarray(x, v.aval.dtype) for x, v in zip(outs, self.jaxpr.outvars)],
                       self.jaxpr.outvars, list(args) + self.consts)
 
