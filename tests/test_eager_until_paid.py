@@ -136,15 +136,23 @@ def test_heavy_sizes_are_not_served_eagerly(auto, eager_until_paid):
 
 def test_background_compiles_step_aside_for_a_call_served_on_the_host(auto, eager_until_paid, monkeypatch):
     """An eager run is host work that the compile thread's Python (padding, lowering) would
-    hold the GIL from for its switch interval at each numpy call: the call counts as an active
-    run (``runtime.active_runs``), which background work waits for (``core.cooperative``)."""
-    seen = []
-    run_eagerly = Segment._run_eagerly
+    hold the GIL from for its switch interval at each numpy call: it counts as an active run
+    (``runtime.active_runs``), which background work waits for (``core.cooperative``), as
+    does a padded run's padding and cutting; a call waiting for a compile does not."""
+    from dynjax.core import interpret
+    from dynjax.execution.padded_runs import PaddedRun
+    seen = {"eager": [], "padded": []}
+    evaluate, pad = interpret.eval_jaxpr, PaddedRun.inputs
 
-    def spy(self, *a):
-        seen.append(runtime.active_runs())
-        return run_eagerly(self, *a)
-    monkeypatch.setattr(Segment, "_run_eagerly", spy)
+    def eval_spy(*a):
+        seen["eager"].append(runtime.active_runs())
+        return evaluate(*a)
+
+    def pad_spy(self, args):
+        seen["padded"].append(runtime.active_runs())
+        return pad(self, args)
+    monkeypatch.setattr(interpret, "eval_jaxpr", eval_spy)
+    monkeypatch.setattr(PaddedRun, "inputs", pad_spy)
     eager_until_paid(1e9)
     f = qjit(_affine, abstracted_axes=({0: "n"},))
     f(np.ones(3))
@@ -154,9 +162,14 @@ def test_background_compiles_step_aside_for_a_call_served_on_the_host(auto, eage
         t.start()
     for t in threads:
         t.join()
-    assert len(seen) == 2 and min(seen) >= 1, seen
-    assert runtime.active_runs() == 0
+    assert len(seen["eager"]) == 2 and min(seen["eager"]) >= 1, seen
     assert sorted(r.shape[0] for r in results) == [50, 60] and all((r == 1.5).all() for r in results)
+    eager_until_paid(0.0)
+    f(np.ones(100))            # queues the bucket 128 (and 256)
+    tiers.wait_for_background()
+    f(np.ones(90))             # runs in it
+    assert seen["padded"] and min(seen["padded"]) >= 1, seen
+    assert runtime.active_runs() == 0
 
 
 def test_the_rule_can_be_turned_off(auto, eager_until_paid, monkeypatch):

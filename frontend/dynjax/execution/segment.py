@@ -18,6 +18,7 @@ import numpy as np
 
 from ..core.jaxpr import ClosedJaxpr, Jaxpr, Literal, Var
 from ..core.primitive import impl_rules
+from ..runtime import served_on_host
 from . import compile_log, explain, host_tier, tiers
 from .analysis import _FOLDABLE, dims_of, is_scalar, needed_vars
 from .analysis import is_int_scalar as _is_int_scalar
@@ -105,14 +106,7 @@ class Segment:
 
     def call(self, args: Sequence[Any]):
         """The outputs for concrete inputs, and the exact executable (or host program) that
-        computed them (None when the padded or the eager tier did: see ``tiers``). The call
-        counts as an active run throughout (``runtime.served_on_host``): background compiles
-        step aside for its host work as for its XLA runs."""
-        from ..runtime import served_on_host
-        with served_on_host:
-            return self._serve(args)
-
-    def _serve(self, args: Sequence[Any]):
+        computed them (None when the padded or the eager tier did: see ``tiers``)."""
         key = self._key(args)
         exe = self.cache.get(key)
         if exe is None and self._hostable is not False:
@@ -151,7 +145,8 @@ class Segment:
                 self.last_executable, self.last_specialized = run.exe, run.text
                 explain.maybe(explain.tiers, lambda: f"padded tier: {self._describe_key(key)}")
                 start = time.perf_counter()
-                outs = run(args)
+                with served_on_host:   # padding and cutting too (see _run_eagerly)
+                    outs = run(args)
                 if record is not None:   # what the exact executable would save (tiers.worth_exact)
                     record.seconds += time.perf_counter() - start
                     record.timed += 1
@@ -364,7 +359,10 @@ class Segment:
         start = time.perf_counter()
         stop = _EagerStop(self, bucket, start)
         try:
-            with interruptible(stop), np.errstate(all="ignore"):
+            # an active run for the background thread, whose Python work (padding, lowering)
+            # would otherwise keep the GIL for its switch interval (5 ms) at each numpy call
+            # (core.cooperative); not around the waits for a compile, which it would slow
+            with served_on_host, interruptible(stop), np.errstate(all="ignore"):
                 outs = eval_jaxpr(self.jaxpr, self.consts, *args)
         except Interrupted:
             return None
