@@ -518,7 +518,8 @@ class CapacityProgram:
         """Pad and compile the program for size buckets ``bounds`` and loop capacities
         ``caps`` (timed: the mean feeds ``_completed``'s rule); ``why`` is the compile log's
         reason when the caller knows better than "the loops need room"."""
-        start = time.perf_counter()
+        from .. import runtime
+        start, started = time.perf_counter(), runtime.compiler_started()
         program = pad_jaxpr(self.jaxpr, self.consts, dict(zip(self.sized, bounds)),
                             {id(e): c for e, c in zip(self.loops, caps)})
         explain.maybe(explain.recompiles, lambda: f"compile a program with {len(self.loops)} resizing "
@@ -527,9 +528,10 @@ class CapacityProgram:
             ", " + explain.bucket_text(bounds, self.describe_input, self.sized) if self.sized else "")
         exe, text = compile_padded(self.stats, program.closed, what, lambda: why or (
             f"{len(self.loops)} resizing loop(s) need room for these sizes"))
-        seconds = time.perf_counter() - start
-        n = self._compiles = self._compiles + 1
-        self.compile_seconds = seconds if n == 1 else self.compile_seconds + (seconds - self.compile_seconds) / n
+        if started:   # (the process's first compile also started XLA's compiler)
+            seconds = time.perf_counter() - start
+            n = self._compiles = self._compiles + 1
+            self.compile_seconds = seconds if n == 1 else self.compile_seconds + (seconds - self.compile_seconds) / n
         return PaddedRun(program, exe, text, long_runs(program.closed.jaxpr))
 
 

@@ -483,14 +483,16 @@ class Segment:
         """Compile a static module (through the disk cache) for this segment's exact tier,
         counting it and timing it from ``start`` (the mean feeds ``tiers.worth_exact``)."""
         from .. import runtime
+        started = runtime.compiler_started()
         exe, hit = runtime.compile_cached(text, return_hit=True)
         if hit:
             step.disk_hit = True
             self.stats.disk_hits += 1
         else:
             self.stats.compilations += 1
-            seconds, previous = time.perf_counter() - start, self.compile_seconds
-            self.compile_seconds = seconds if previous is None else 0.75 * previous + 0.25 * seconds
+            if started:   # (the process's first compile also started XLA's compiler)
+                seconds, previous = time.perf_counter() - start, self.compile_seconds
+                self.compile_seconds = seconds if previous is None else 0.75 * previous + 0.25 * seconds
         return exe
 
     def _compile_exact_padded(self, baked_values, what: str, reason) -> "_ExactPadded":
