@@ -11,7 +11,6 @@ import threading
 import numpy as np
 import pytest
 
-import dynjax.numpy as jnp
 from dynjax import for_loop, qjit, runtime
 from dynjax.execution import tiers
 from dynjax.execution.padding import bucket
@@ -48,7 +47,7 @@ def bucket_of(n):
 def test_cheap_sizes_compile_nothing_until_their_eager_runs_cost_a_compile(auto, eager_until_paid):
     eager_until_paid(1e9)   # a compile costs more than any eager run here
     f = qjit(_affine, abstracted_axes=({0: "n"},))
-    sizes = [5, 40, 100, 300, 700, 2000]
+    sizes = [5, 0, 1, 40, 100, 300, 700, 2000]
     outs = [f(np.arange(n, dtype=float)) for n in sizes]
     tiers.wait_for_background()
     info = f.cache_info()

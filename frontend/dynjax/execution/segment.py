@@ -60,8 +60,9 @@ class Segment:
         self.calls_at = BoundedCache(stats.cache_size)  # exact key -> _SizeRecord (sizes served padded)
         self.promoted: "weakref.WeakSet" = weakref.WeakSet()   # exact executables of recurring sizes
         self.compile_seconds: Optional[float] = None    # mean time of this segment's exact compiles
-        #: seconds of eager runs at sizes whose bucket is not yet asked for (the ski rental of
-        #: ``_run_eagerly``: a bucket is queued once they would have paid for its compile)
+        #: seconds of eager runs at sizes whose bucket is not yet asked for (the rent of
+        #: ``_run_eagerly``: a bucket is queued once it would have paid for a compile; added to
+        #: without a lock: a lost update only delays a compile)
         self.eager_seconds = 0.0
         self._eager_estimate = None                     # (cost, names of the int inputs) or False
         self.paddable = bool(self.baked)                # False once padding proved impossible
@@ -235,13 +236,20 @@ class Segment:
     def _padded_run(self, args, ahead: bool = False):
         """The padded program for these sizes, or None when this program cannot run padded.
 
-        Its own bucket's program when compiled; else (``ahead``, the automatic policy) the
-        smallest compiled bucket that holds the sizes, while the own bucket compiles in the
-        background; when none does, the bucket and the next larger one compile in the
-        background (so growing sizes find their program ready), and the call either runs
-        eagerly meanwhile (a ``CompilingBucket``, for programs the cost model calls cheap) or
-        waits for the bucket; or, when the bucket was never queued, ``_EXACT_FIRST``: the
-        call compiles its exact executable and queues the buckets after it (``call``).
+        Its own bucket's program when compiled; else (``ahead``, the automatic policy):
+
+        * sizes the cost model calls cheap, with ``tiers.eager_until_paid``: the smallest
+          compiled bucket that holds them if it has at most twice their own bucket's
+          elements, else a ``CompilingBucket`` that the call runs eagerly beside, whose
+          bucket is queued once the segment's eager runs have paid for a compile
+          (``_EagerStop``); nothing is compiled ahead for them;
+        * other sizes: the smallest compiled bucket that holds them, while their own bucket
+          compiles in the background; when none does, the bucket and the next larger one
+          compile in the background (so growing sizes find their program ready), and the
+          call either runs eagerly meanwhile (a ``CompilingBucket``, for cheap sizes) or
+          waits for the bucket; or, when the bucket was never queued, ``_EXACT_FIRST``: the
+          call compiles its exact executable and queues the buckets after it (``call``).
+
         Without ``ahead``, the own bucket, compiled now."""
         values = [int(args[i]) for i in self.baked]
         if any(v < 0 for v in values):
@@ -256,8 +264,7 @@ class Segment:
             if run is not None:
                 return run
             if ahead:
-                cheap = self._cheap_for_eager(args)
-                rent = cheap and tiers.eager_until_paid()
+                rent = self._served_eagerly(args)
                 larger = [b for b in self.padded.keys() if all(x >= y for x, y in zip(b, bounds))]
                 if larger:
                     best = min(larger, key=_elements)
@@ -267,6 +274,7 @@ class Segment:
                         return self.padded.get(best)
                 if rent:   # queued once eager runs would have paid for it (_EagerStop)
                     return CompilingBucket(self, bounds, values, queued=bounds in self.buckets_requested)
+                cheap = self._cheap_for_eager(args)
                 if not cheap and tiers.compile_ahead() and not self.exact_by_padding \
                         and bounds not in self.buckets_requested:
                     return _EXACT_FIRST
