@@ -65,6 +65,8 @@ class Segment:
         #: without a lock: a lost update only delays a compile)
         self.eager_seconds = 0.0
         self._eager_estimate = None                     # (cost, names of the int inputs) or False
+        self._cost_inputs: tuple = ()                   # (position, name) of those the cost reads
+        self._cheap_at = BoundedCache(stats.cache_size)  # their values -> _cheap_for_eager's answer
         self.paddable = bool(self.baked)                # False once padding proved impossible
         self.hosted = BoundedCache(stats.cache_size)    # exact key -> HostProgram or _NOT_HOSTED
         self._hostable: Optional[bool] = None           # whether the host tier may run it at all
@@ -328,16 +330,20 @@ class Segment:
         """Whether the cost model puts this segment at these arguments (its integer ones:
         sizes, trip counts) below ``tiers.EAGER_MAX_FLOPS`` (False when it cannot tell: a
         while loop's unknown trip count, a primitive without a cost rule)."""
-        ints = [i for i, v in enumerate(self.jaxpr.invars) if _is_int_scalar(v)]
         estimate = self._cost_estimate()
         if estimate is False:
             return False
-        cost, names = estimate
-        try:
-            c = cost.at(**{name: int(args[i]) for i, name in zip(ints, names) if name is not None})
-        except Exception:
-            return False
-        return c["flops"] + c["transcendentals"] <= tiers.EAGER_MAX_FLOPS
+        named = self._cost_inputs   # (position, name) of the integer inputs the cost reads
+        values = tuple([int(args[i]) for i, _ in named])
+        cheap = self._cheap_at.get(values)
+        if cheap is None:   # (once per such values: the padded and eager paths ask each call)
+            try:
+                c = estimate[0].at(**{name: v for (_, name), v in zip(named, values)})
+                cheap = c["flops"] + c["transcendentals"] <= tiers.EAGER_MAX_FLOPS
+            except Exception:
+                cheap = False
+            self._cheap_at.put(values, cheap)
+        return cheap
 
     def _served_eagerly(self, args) -> bool:
         """Whether new sizes like these are served eagerly until that has paid for a compile
@@ -355,6 +361,8 @@ class Segment:
                 estimate = cost_in_inputs(self.jaxpr, ints)
             except Exception:
                 estimate = False
+            if estimate is not False:
+                self._cost_inputs = tuple((i, n) for i, n in zip(ints, estimate[1]) if n is not None)
             self._eager_estimate = estimate
         return estimate
 

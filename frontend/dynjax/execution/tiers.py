@@ -122,17 +122,22 @@ class EnvChoice:
 policy = EnvChoice("DYNJAX_TIERS", POLICIES, "auto")
 
 
+def _switched_on(name: str) -> bool:
+    """A setting that is on unless ``$name`` is ``0``/``false``/``no``/``off``."""
+    return os.environ.get(name, "").strip().lower() not in ("0", "false", "no", "off")
+
+
 def compile_ahead() -> bool:
     """Whether speculative bucket compiles are queued (``$DYNJAX_COMPILE_AHEAD``, on unless
     ``0``/``false``/``no``/``off``)."""
-    return os.environ.get("DYNJAX_COMPILE_AHEAD", "").strip().lower() not in ("0", "false", "no", "off")
+    return _switched_on("DYNJAX_COMPILE_AHEAD")
 
 
 def eager_until_paid() -> bool:
     """Whether a cheap program's new sizes run eagerly until that has cost a compile before
     their bucket is queued (``$DYNJAX_EAGER_UNTIL_PAID``, on unless ``0``/``false``/``no``/``off``;
     see the module)."""
-    return os.environ.get("DYNJAX_EAGER_UNTIL_PAID", "").strip().lower() not in ("0", "false", "no", "off")
+    return _switched_on("DYNJAX_EAGER_UNTIL_PAID")
 
 
 def synchronous() -> bool:
