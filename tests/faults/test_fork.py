@@ -229,3 +229,51 @@ def test_the_parent_loads_what_a_child_compiled_into_the_disk_cache(parent_compi
     np.testing.assert_allclose(got, want, rtol=1e-15)
     np.testing.assert_allclose(new(x), want, rtol=1e-15)
     assert new.cache_info()["disk_cache_hits"] == 1    # the child's entry, loaded and run here
+
+
+def test_a_fork_while_the_cache_evictor_scans(parent_compiled, tmp_path, monkeypatch):
+    """At fork time the parent's disk-cache evictor is inside a scan: the child starts with no
+    evictor (its writes do not wait for the parent's, which is not in the child), its writes
+    queue scans of their own, and its cap holds once its evictor has run them."""
+    from dynjax.runtime import cache
+    from mlir_passes import specialize
+
+    def module(n):
+        return specialize("""func.func @main(%x: tensor<?xf64>) -> tensor<?xf64> {
+          %y = stablehlo.multiply %x, %x : tensor<?xf64>
+          return %y : tensor<?xf64>
+        }""", [f"tensor<{n}xf64>"], {})
+
+    def entries():
+        return [p for p in cache.cache_dir().iterdir() if p.suffix == ".xlaexe"]
+
+    # an entry fills the cap: the parent's next write queues a scan, held here
+    monkeypatch.setenv("DYNJAX_DISK_CACHE_MAX_BYTES", "0")
+    runtime.compile_cached(module(19))
+    monkeypatch.setenv("DYNJAX_DISK_CACHE_MAX_BYTES", str(sum(p.stat().st_size for p in entries())))
+    real_scan = cache._scan
+    release, scanning = threading.Event(), threading.Event()
+
+    def held_scan(directory):
+        scanning.set()
+        release.wait(CHILD_TIMEOUT)
+        return real_scan(directory)
+
+    def child():
+        cache._scan = real_scan
+        before = cache.cache_stats()["evictions"]
+        for n in (21, 22):
+            x = np.linspace(0, 1, n)
+            np.testing.assert_array_equal(runtime.compile_cached(module(n))(x)[0], x * x)
+        idle = cache.wait_for_eviction(30)
+        return idle, cache.cache_stats()["evictions"] - before, sum(p.stat().st_size for p in entries())
+
+    monkeypatch.setattr(cache, "_scan", held_scan)
+    try:
+        runtime.compile_cached(module(20))
+        assert scanning.wait(60)
+        idle, evicted, size = _raw_fork(child)
+    finally:
+        release.set()
+    assert idle and evicted >= 1 and size <= cache.disk_cache_max_bytes()
+    assert cache.wait_for_eviction(CHILD_TIMEOUT)

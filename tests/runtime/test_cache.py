@@ -193,6 +193,7 @@ def test_cap_keeps_the_most_recent_entries(cache_env, tmp_path, monkeypatch):
         exe, hit = rt.compile_cached(_module(n), return_hit=True)
         assert hit is False
         _check(exe, n)
+        assert cache.wait_for_eviction(60)
         assert _total(cache_env) <= cap
         # the entry just written survives, and the survivors are the latest writes
         present = [m for m in ns[: i + 1] if _path(cache_env, m).exists()]
@@ -219,6 +220,7 @@ def test_hit_refreshes_recency(cache_env, tmp_path, monkeypatch, use_first):
     monkeypatch.setenv("DYNJAX_DISK_CACHE_MAX_BYTES", str(cap))
     for n in (a, b, c):
         rt.compile_cached(_module(n))
+    assert cache.wait_for_eviction(60)
     assert all(_path(cache_env, n).exists() for n in (a, b, c))
     if use_first:
         old = _path(cache_env, a).stat().st_mtime_ns
@@ -228,6 +230,7 @@ def test_hit_refreshes_recency(cache_env, tmp_path, monkeypatch, use_first):
         new = _path(cache_env, a).stat().st_mtime_ns
         assert new > old and new > _path(cache_env, c).stat().st_mtime_ns
     rt.compile_cached(_module(d))
+    assert cache.wait_for_eviction(60)
     gone = b if use_first else a
     assert {n for n in (a, b, c, d) if _path(cache_env, n).exists()} == {a, b, c, d} - {gone}
     assert _total(cache_env) <= cap
@@ -267,6 +270,7 @@ def test_eviction_spares_temp_files_being_written(cache_env, tmp_path, monkeypat
     os.utime(stale, (t, t))
     for n in (60, 61, 62):
         rt.compile_cached(_module(n))
+        assert cache.wait_for_eviction(60)
     assert busy.exists() and busy.stat().st_size == 3 * cap
     assert not stale.exists()
     # the finished entries obey the cap by themselves: the newest one is kept
@@ -292,6 +296,7 @@ def test_entries_vanishing_during_eviction(cache_env, tmp_path, monkeypatch):
         exe, hit = rt.compile_cached(_module(n), return_hit=True)
         assert hit is False
         _check(exe, n)
+        assert cache.wait_for_eviction(60)
     assert rt.cache_stats()["write_errors"] == before
 
 
@@ -324,6 +329,7 @@ def test_concurrent_writers_under_a_tiny_cap(cache_env, tmp_path, monkeypatch):
         t.start()
     for t in threads:
         t.join()
+    assert cache.wait_for_eviction(60)
     assert errors == []
     assert len(checked) == 8 * len(ns)
     after = rt.cache_stats()
@@ -333,3 +339,36 @@ def test_concurrent_writers_under_a_tiny_cap(cache_env, tmp_path, monkeypatch):
     assert 1 <= len(_entries(cache_env)) <= 3
     assert _total(cache_env) <= cap
     assert not [p for p in cache_env.iterdir() if p.name.startswith(".tmp-")]
+
+
+def test_a_write_does_not_wait_for_the_scan(cache_env, tmp_path, monkeypatch):
+    """Scans run on the evictor thread: while one is held, writes return (and are not
+    evicted by it, being newer than its start); once it runs, the cap holds again."""
+    import threading
+
+    sizes = _measure(tmp_path, monkeypatch, [90, 91, 92, 93])
+    cap = 2 * max(sizes.values())
+    monkeypatch.setenv("DYNJAX_CACHE_DIR", str(cache_env))
+    monkeypatch.setenv("DYNJAX_DISK_CACHE_MAX_BYTES", str(cap))
+    real_scan = cache._scan
+    release, scanning = threading.Event(), threading.Event()
+
+    def held_scan(directory):
+        scanning.set()
+        assert release.wait(60)
+        return real_scan(directory)
+
+    monkeypatch.setattr(cache, "_scan", held_scan)
+    try:
+        _check(rt.compile_cached(_module(90)), 90)   # the first write: a scan is due
+        assert scanning.wait(60)
+        for n in (91, 92, 93):                       # return while the scan is held
+            _check(rt.compile_cached(_module(n)), n)
+        assert len(_finished(cache_env)) == 4 and _total(cache_env) > cap
+    finally:
+        release.set()
+    assert cache.wait_for_eviction(60)
+    # the held scan spared what was written after it started; the one it queued then evicted
+    # the oldest entries, and the last one written survives
+    assert _path(cache_env, 93).exists() and not _path(cache_env, 90).exists()
+    assert _total(cache_env) <= cap

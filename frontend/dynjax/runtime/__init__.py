@@ -77,9 +77,16 @@ __all__ = [
 
 def _after_fork_in_child() -> None:
     """The disk cache's locks may have been held by another thread of the parent at fork
-    time: the child starts with free ones (the client itself: ``xla._after_fork_in_child``)."""
+    time: the child starts with free ones (the client itself: ``xla._after_fork_in_child``),
+    and with no evictor thread (the parent's is not in the child): its first write rescans."""
     _cache._stats_lock = _threading.Lock()
     _cache._evict_lock = _threading.Lock()
+    _cache._evictor_idle = _threading.Condition(_cache._evict_lock)
+    _cache._evictor = None
+    _cache._scans_due.clear()
+    _cache._scanning.clear()
+    _cache._last_written.clear()
+    _cache._dir_state.clear()
 
 
 _os.register_at_fork(after_in_child=_after_fork_in_child)

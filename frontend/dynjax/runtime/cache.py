@@ -73,7 +73,12 @@ now, so mtime orders the entries by their last use.  After a write, when the
 directory holds more than the cap, the entries with the oldest mtimes are
 deleted until it holds at most 90% of the cap (so a full cache is not
 rescanned on every write); the entry just written is never evicted, and an
-entry larger than the cap is not stored at all.  Only finished ``<key>.xlaexe``
+entry larger than the cap is not stored at all.  Scans and evictions run on a
+thread of their own (one per process at most, started when a scan is due and
+ended when none is): a compile never waits for a scan of the directory, and
+the cap holds again shortly after a write rather than at its return
+(:func:`wait_for_eviction` waits for it); a scan spares the entries written
+or used after it started (the newest ones).  Only finished ``<key>.xlaexe``
 entries are evicted, never a ``.tmp-*`` file that a writer has not renamed yet
 (temp files untouched for an hour are leftovers of a crashed writer and are
 removed).  To keep this cheap, hits never scan the directory: each process keeps
@@ -115,6 +120,7 @@ __all__ = [
     "reset_cache_stats",
     "clear_disk_cache",
     "disk_cache_max_bytes",
+    "wait_for_eviction",
     "DEFAULT_MAX_BYTES",
 ]
 
@@ -126,7 +132,7 @@ _SECRET_BYTES = 32
 _OPEN_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
 _SUFFIX = ".xlaexe"
 _TMP_PREFIX = ".tmp-"
-_KEY_CHARS = frozenset("0123456789abcdef")
+_ENTRY_NAME = re.compile(r"[0-9a-f]{64}" + re.escape(_SUFFIX))
 
 DEFAULT_MAX_BYTES = 1 << 30
 """The default size cap of the disk cache (1 GiB); see ``DYNJAX_DISK_CACHE_MAX_BYTES``."""
@@ -140,9 +146,15 @@ _stats = {"hits": 0, "misses": 0, "corrupt": 0, "write_errors": 0, "disabled": 0
 _tls = threading.local()
 _warned: set = set()    # (what, path) already warned about: one warning each per process
 
-# Per directory: [estimated bytes of entries, writes since the last scan].
+# Per directory: [estimated bytes of entries, writes since the last scan] (while a scan of
+# it runs: the bytes written meanwhile). Scans wait in ``_scans_due`` for the evictor thread.
 _evict_lock = threading.Lock()
+_evictor_idle = threading.Condition(_evict_lock)
 _dir_state: dict[str, list[int]] = {}
+_scans_due: dict[str, tuple[Path, int]] = {}   # directory -> (its path, the cap)
+_last_written: dict[str, str] = {}   # directory -> its newest entry, which a scan keeps
+_scanning: set[str] = set()
+_evictor: threading.Thread | None = None
 
 
 def disk_cache_enabled() -> bool:
@@ -249,8 +261,7 @@ def _unlink(path: Path) -> None:
 
 def _is_entry_name(name: str) -> bool:
     """A finished entry ``<64 hex>.xlaexe`` (never a temp file being written)."""
-    stem = name[: -len(_SUFFIX)]
-    return name.endswith(_SUFFIX) and len(stem) == 64 and set(stem) <= _KEY_CHARS
+    return _ENTRY_NAME.fullmatch(name) is not None
 
 
 def _scan(directory: Path) -> list[tuple[int, int, str]]:
@@ -276,9 +287,10 @@ def _scan(directory: Path) -> list[tuple[int, int, str]]:
     return out
 
 
-def _evict(directory: Path, cap: int, keep: str) -> int:
+def _evict(directory: Path, cap: int, keep: str, since_ns: int | None = None) -> int:
     """Scan ``directory`` and, if it holds more than ``cap`` bytes, delete the least recently
-    used entries (never ``keep``) down to the low-water mark.  Return the bytes left."""
+    used entries (never ``keep``, nor one written or used from ``since_ns`` on: the scan's
+    start) down to the low-water mark.  Return the bytes left."""
     entries = _scan(directory)
     total = sum(size for _, size, _ in entries)
     if total <= cap:
@@ -286,10 +298,10 @@ def _evict(directory: Path, cap: int, keep: str) -> int:
     target = int(cap * _LOW_WATER)
     entries.sort()
     evicted = 0
-    for _, size, name in entries:
+    for mtime, size, name in entries:
         if total <= target:
             break
-        if name == keep:
+        if name == keep or (since_ns is not None and mtime >= since_ns):
             continue
         _unlink(directory / name)   # another process may have removed it already: fine
         total -= size
@@ -301,17 +313,61 @@ def _evict(directory: Path, cap: int, keep: str) -> int:
 
 
 def _after_write(directory: Path, name: str, size: int, cap: int) -> None:
-    """Account for a new entry of ``size`` bytes; scan and evict when needed."""
+    """Account for a new entry of ``size`` bytes; when a scan of the directory is due (the
+    process's first write to it, an estimate past the cap, every ``_RESCAN_EVERY`` writes),
+    hand it to the evictor thread: a write never waits for a scan (10,000 entries: ~65 ms)."""
+    global _evictor
     if cap <= 0:
         return
     d = str(directory)
     with _evict_lock:
+        _last_written[d] = name
         state = _dir_state.get(d)
-        if state is not None and state[1] < _RESCAN_EVERY and state[0] + size <= cap:
+        if state is not None:
             state[0] += size
             state[1] += 1
-            return
-        _dir_state[d] = [_evict(directory, cap, keep=name), 0]
+            if d in _scanning or (state[1] < _RESCAN_EVERY and state[0] <= cap):
+                return   # (a scan running now counts what it did not see when it ends)
+        _scans_due[d] = (directory, cap)
+        if _evictor is None:
+            _evictor = threading.Thread(target=_run_evictor, name="dynjax-cache-evictor",
+                                        daemon=True)
+            _evictor.start()
+
+
+def _run_evictor() -> None:
+    """The evictor thread: run the scans due, one directory at a time, until none is left."""
+    global _evictor
+    while True:
+        with _evict_lock:
+            if not _scans_due:
+                _evictor = None
+                _evictor_idle.notify_all()
+                return
+            d, (directory, cap) = _scans_due.popitem()
+            keep = _last_written.get(d, "")
+            _dir_state[d] = [0, 0]   # from now on: what is written while the scan runs
+            _scanning.add(d)
+        try:
+            total = _evict(directory, cap, keep, since_ns=time.time_ns())
+        except Exception:   # best effort (the directory removed meanwhile): the next write rescans
+            total = None
+        with _evict_lock:
+            _scanning.discard(d)
+            state = _dir_state.get(d)
+            if total is None or state is None:
+                _dir_state.pop(d, None)
+            else:
+                state[0] += total   # an entry written during the scan may be counted twice:
+                if state[0] > cap:  # then one more scan, which counts it once
+                    _scans_due.setdefault(d, (directory, cap))
+
+
+def wait_for_eviction(timeout: float | None = None) -> bool:
+    """Block until the evictor thread has run every scan due (tests, benchmarks); False if
+    ``timeout`` seconds passed first."""
+    with _evictor_idle:
+        return _evictor_idle.wait_for(lambda: _evictor is None, timeout)
 
 
 # --- trust: warnings, private directories, the secret -----------------------------------------
