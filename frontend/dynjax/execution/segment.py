@@ -256,8 +256,9 @@ class Segment:
         values = [int(args[i]) for i in self.baked]
         if any(v < 0 for v in values):
             return None
-        if self.calls_at.get(self._key(args)) is None:
-            self._check(args)   # an array too large to allocate fails here, before a bucket compiles
+        # a size's first padded call: the host checks, once (an array too large to allocate
+        # fails here, before a bucket compiles); ``call`` finds the record
+        self.calls_at.get_or_fill(self._key(args), lambda: self._first_padded_call(args))
         bounds = tuple(bucket(v) for v in values)
         if any(b > MAX_SIZE for b in bounds):   # a bucket beyond int64: exact sizes only
             return None

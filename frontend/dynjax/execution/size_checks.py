@@ -58,6 +58,7 @@ def check_sizes(jaxpr: Jaxpr, known: Dict[int, int], describe_input, input_pos: 
     the program must then run padded."""
     from ..control_flow.primitives import for_loop_p
     uneven_found: List[str] = []
+    limit: List[int] = []   # max_array_bytes(), read once (at the first array of known size)
 
     def where(var, eqn=None):
         if id(var) in input_pos:
@@ -108,7 +109,7 @@ def check_sizes(jaxpr: Jaxpr, known: Dict[int, int], describe_input, input_pos: 
                 uneven_found.append(uneven.what)
                 check_stacked_uses(jx, uneven.stacked, uneven.what, size)
             if jx is jaxpr:   # code that certainly runs: its arrays must fit in memory
-                _check_bytes(eqn, size)
+                _check_bytes(eqn, size, limit)
             if eqn.primitive is for_loop_p and value(eqn.invars[eqn.params["body_nconsts"] + 2]) == 0:
                 raise ValueError(f"for_loop: step must not be zero, the loop would never end{_at(eqn)}")
             for sub, pairs in zip(nested_jaxprs(eqn), fixed_inputs(eqn)):
@@ -150,7 +151,7 @@ def _check_shapes(eqn, size, top: bool) -> None:
                                  f"{n} elements{_at(eqn)}")
 
 
-def _check_bytes(eqn, size) -> None:
+def _check_bytes(eqn, size, limit: List[int]) -> None:
     """A result array larger than ``max_array_bytes()`` (or with a size beyond int64): a
     ``MemoryError`` naming its shape, its byte count and the user's line, before XLA is
     asked to allocate it."""
@@ -169,9 +170,10 @@ def _check_bytes(eqn, size) -> None:
         for d in dims:
             count *= d
         nbytes = count * np.dtype(o.aval.dtype).itemsize
-        limit = max_array_bytes()
-        if nbytes > limit:
+        if not limit:
+            limit.append(max_array_bytes())
+        if nbytes > limit[0]:
             raise MemoryError(f"an array of shape {tuple(dims)} and dtype {np.dtype(o.aval.dtype).name}"
                               f"{_at(eqn)} needs {nbytes} bytes ({_gib(nbytes)}), more than the "
-                              f"{limit} bytes ({_gib(limit)}) available (the physical memory; "
+                              f"{limit[0]} bytes ({_gib(limit[0])}) available (the physical memory; "
                               "set DYNJAX_MAX_ARRAY_BYTES to change the limit)")
