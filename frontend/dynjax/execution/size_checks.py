@@ -175,5 +175,7 @@ def _check_bytes(eqn, size, limit: List[int]) -> None:
         if nbytes > limit[0]:
             raise MemoryError(f"an array of shape {tuple(dims)} and dtype {np.dtype(o.aval.dtype).name}"
                               f"{_at(eqn)} needs {nbytes} bytes ({_gib(nbytes)}), more than the "
-                              f"{limit[0]} bytes ({_gib(limit[0])}) available (the physical memory; "
-                              "set DYNJAX_MAX_ARRAY_BYTES to change the limit)")
+                              f"{limit[0]} bytes ({_gib(limit[0])}) available ("
+                              + ("DYNJAX_MAX_ARRAY_BYTES" if os.environ.get("DYNJAX_MAX_ARRAY_BYTES") else
+                                 "the physical memory; set DYNJAX_MAX_ARRAY_BYTES to change the limit")
+                              + ")")
