@@ -85,9 +85,12 @@ class _ByValue:
         self.positions = positions
 
 
-def _has_tracer(tree) -> bool:
+def _has_tracer(args, kwargs) -> bool:
+    """Whether a tracer of an enclosing interpreter is among the arguments."""
     from .core.trace import Tracer
-    return any(isinstance(x, Tracer) for x in pytree.tree_flatten(tree)[0])
+    if not kwargs and all(a.__class__ is np.ndarray for a in args):   # (the common call)
+        return False
+    return any(isinstance(x, Tracer) for x in pytree.tree_flatten((args, kwargs))[0])
 
 
 def _fast_leaf_key(a):
@@ -374,7 +377,7 @@ class QJIT:
         return plan
 
     def _call(self, *args, **kwargs):
-        if is_tracing() or _has_tracer((args, kwargs)):
+        if is_tracing() or _has_tracer(args, kwargs):
             # nested qjit, or called by a transformation (grad(qjit(f))): the function's
             # jaxpr, traced once per abstract signature, inlined into the caller's trace
             return self._call_inlined(args, kwargs)

@@ -9,6 +9,7 @@ and cached in memory (and on disk, by the runtime).
 """
 from __future__ import annotations
 
+import math
 import threading
 import time
 import weakref
@@ -409,8 +410,8 @@ class Segment:
         make (negative sizes, mismatched reshapes) run here, once per size."""
         self._check(args)
         values = [int(args[i]) for i in self.baked]
-        padded = float(np.prod([bucket(v) for v in values], dtype=np.float64))
-        return _SizeRecord(1.0 - float(np.prod(values, dtype=np.float64)) / padded if padded else 0.0)
+        padded = math.prod([bucket(v) for v in values])   # (Python ints: exact, and no numpy call)
+        return _SizeRecord(1.0 - math.prod(values) / padded if padded else 0.0)
 
     def _compile_cost(self) -> float:
         seconds = self.compile_seconds
@@ -621,7 +622,7 @@ class _EagerStop:
 
 def _elements(bounds) -> int:
     """The number of elements of a bucket's sizes (their product)."""
-    return int(np.prod(bounds, dtype=np.int64))
+    return math.prod(bounds)
 
 
 def _host_sizes(jaxpr: Jaxpr, baked: Sequence[Var]):
