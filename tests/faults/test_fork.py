@@ -247,10 +247,14 @@ def test_a_fork_while_the_cache_evictor_scans(parent_compiled, tmp_path, monkeyp
     def entries():
         return [p for p in cache.cache_dir().iterdir() if p.suffix == ".xlaexe"]
 
-    # an entry fills the cap: the parent's next write queues a scan, held here
+    # the entries fill the cap, and the process forgets what it knew of the directory (as a
+    # new process would): its next write queues a scan, held here
     monkeypatch.setenv("DYNJAX_DISK_CACHE_MAX_BYTES", "0")
     runtime.compile_cached(module(19))
     monkeypatch.setenv("DYNJAX_DISK_CACHE_MAX_BYTES", str(sum(p.stat().st_size for p in entries())))
+    assert cache.wait_for_eviction(60)
+    with cache._evict_lock:
+        cache._dir_state.pop(str(cache.cache_dir()), None)
     real_scan = cache._scan
     release, scanning = threading.Event(), threading.Event()
 
