@@ -372,3 +372,37 @@ def test_a_write_does_not_wait_for_the_scan(cache_env, tmp_path, monkeypatch):
     # the oldest entries, and the last one written survives
     assert _path(cache_env, 93).exists() and not _path(cache_env, 90).exists()
     assert _total(cache_env) <= cap
+
+
+def test_a_process_that_exits_right_after_its_writes_still_holds_the_cap(cache_env, tmp_path, monkeypatch):
+    """A process's scans run on the evictor thread, which exit would cut short; at exit the
+    process finishes them (without their pauses), so that processes that write and exit at
+    once do not grow the directory past its cap. The child's scans would take minutes with
+    their pauses (one after every entry, of 60 s each)."""
+    import os
+    import subprocess
+    import sys
+    import time
+
+    ns = (110, 111, 112, 113)
+    sizes = _measure(tmp_path, monkeypatch, ns)
+    cap = 2 * max(sizes.values())
+    monkeypatch.setenv("DYNJAX_CACHE_DIR", str(cache_env))
+    monkeypatch.setenv("DYNJAX_DISK_CACHE_MAX_BYTES", str(cap))
+    child = f"""
+from dynjax import runtime
+from dynjax.runtime import cache
+from mlir_passes import specialize
+cache._SCAN_CHUNK, cache._SCAN_PAUSE = 1, 60.0
+for n in {ns!r}:
+    runtime.compile_cached(specialize({DYN!r}, [None, f"tensor<{{n}}xf64>"], {{0: n}}))
+print(len([p for p in cache.cache_dir().iterdir() if p.suffix == ".xlaexe"]))
+"""
+    start = time.monotonic()
+    res = subprocess.run([sys.executable, "-c", child], env=dict(os.environ), capture_output=True,
+                         text=True, timeout=120)
+    assert res.returncode == 0, res.stderr[-3000:]
+    assert int(res.stdout.split()[-1]) == len(ns)          # nothing evicted before exit
+    assert time.monotonic() - start < 60                     # the pauses were skipped
+    assert _total(cache_env) <= cap and _path(cache_env, ns[-1]).exists()
+    assert not _path(cache_env, ns[0]).exists()

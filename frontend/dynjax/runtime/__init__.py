@@ -82,6 +82,7 @@ def _after_fork_in_child() -> None:
     _cache._stats_lock = _threading.Lock()
     _cache._evict_lock = _threading.Lock()
     _cache._evictor_idle = _threading.Condition(_cache._evict_lock)
+    _cache._hurry = _threading.Event()
     _cache._evictor = None
     _cache._scans_due.clear()
     _cache._scanning.clear()

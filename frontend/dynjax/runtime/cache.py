@@ -78,7 +78,9 @@ thread of their own (one per process at most, started when a scan is due and
 ended when none is): a compile never waits for a scan of the directory, and
 the cap holds again shortly after a write rather than at its return
 (:func:`wait_for_eviction` waits for it); a scan spares the entries written
-or used after it started (the newest ones).  Only finished ``<key>.xlaexe``
+or used after it started (the newest ones).  At exit a process finishes the
+scans due (without their pauses, for at most ten seconds), so that processes
+that write an entry and exit at once still hold the cap.  Only finished ``<key>.xlaexe``
 entries are evicted, never a ``.tmp-*`` file that a writer has not renamed yet
 (temp files untouched for an hour are leftovers of a crashed writer and are
 removed).  To keep this cheap, hits never scan the directory: each process keeps
@@ -93,6 +95,7 @@ already opened an entry reads it whole.
 
 from __future__ import annotations
 
+import atexit
 import hashlib
 import hmac
 import os
@@ -143,6 +146,10 @@ _STALE_TMP_SECONDS = 3600
 # GIL to the compiles and runs beside it: 10,000 entries take ~40 ms of CPU and ~0.25 s)
 _SCAN_CHUNK = 256
 _SCAN_PAUSE = 0.005
+# at exit, the scans due run without their pauses, for at most this many seconds (so that a
+# short-lived process that wrote entries still holds the cap: see ``_finish_at_exit``)
+_EXIT_WAIT = 10.0
+_hurry = threading.Event()   # set at exit: a pause in progress ends at once
 
 _stats_lock = threading.Lock()
 _stats = {"hits": 0, "misses": 0, "corrupt": 0, "write_errors": 0, "disabled": 0,
@@ -279,7 +286,7 @@ def _scan(directory: Path) -> list[tuple[int, int, str]]:
     with it:
         for k, e in enumerate(it, 1):
             if k % _SCAN_CHUNK == 0:
-                time.sleep(_SCAN_PAUSE)
+                _hurry.wait(_SCAN_PAUSE)
             name = e.name
             try:
                 if _is_entry_name(name):
@@ -374,6 +381,17 @@ def _run_evictor() -> None:
                 state[0] += total   # an entry written during the scan may be counted twice:
                 if state[0] > cap:  # then one more scan, which counts it once
                     _scans_due.setdefault(d, (directory, cap))
+
+
+def _finish_at_exit() -> None:
+    """At interpreter exit: let the evictor finish the scans due, without their pauses (a
+    process that writes an entry and exits would otherwise never scan, and processes like
+    it would grow the directory past its cap), for at most ``_EXIT_WAIT`` seconds."""
+    _hurry.set()
+    wait_for_eviction(_EXIT_WAIT)
+
+
+atexit.register(_finish_at_exit)
 
 
 def wait_for_eviction(timeout: float | None = None) -> bool:
