@@ -388,7 +388,10 @@ def _finish_at_exit() -> None:
     process that writes an entry and exits would otherwise never scan, and processes like
     it would grow the directory past its cap), for at most ``_EXIT_WAIT`` seconds."""
     _hurry.set()
-    wait_for_eviction(_EXIT_WAIT)
+    try:
+        wait_for_eviction(_EXIT_WAIT)
+    except KeyboardInterrupt:   # Ctrl-C at exit: leave the rest to the next process
+        pass
 
 
 atexit.register(_finish_at_exit)
