@@ -406,3 +406,31 @@ print(len([p for p in cache.cache_dir().iterdir() if p.suffix == ".xlaexe"]))
     assert time.monotonic() - start < 60                     # the pauses were skipped
     assert _total(cache_env) <= cap and _path(cache_env, ns[-1]).exists()
     assert not _path(cache_env, ns[0]).exists()
+
+
+def test_a_write_when_no_thread_can_start(cache_env, tmp_path, monkeypatch):
+    """When the evictor thread cannot start (a process at its thread limit, or exiting), the
+    write still stores its entry, nothing waits for a thread that does not exist, and the
+    next write that can start one holds the cap."""
+    import threading
+
+    sizes = _measure(tmp_path, monkeypatch, [120, 121, 122])
+    cap = 2 * max(sizes.values())
+    monkeypatch.setenv("DYNJAX_CACHE_DIR", str(cache_env))
+    monkeypatch.setenv("DYNJAX_DISK_CACHE_MAX_BYTES", str(cap))
+    real_start = threading.Thread.start
+
+    def refuse(self):
+        raise RuntimeError("can't start new thread")
+
+    monkeypatch.setattr(threading.Thread, "start", refuse)
+    for n in (120, 121):
+        exe, hit = rt.compile_cached(_module(n), return_hit=True)
+        assert hit is False
+        _check(exe, n)
+    assert cache.wait_for_eviction(5)
+    assert _path(cache_env, 120).exists() and _path(cache_env, 121).exists()
+    monkeypatch.setattr(threading.Thread, "start", real_start)
+    _check(rt.compile_cached(_module(122)), 122)
+    assert cache.wait_for_eviction(60)
+    assert _total(cache_env) <= cap and _path(cache_env, 122).exists()

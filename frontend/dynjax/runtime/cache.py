@@ -344,9 +344,14 @@ def _after_write(directory: Path, name: str, size: int, cap: int) -> None:
                 return   # (a scan running now counts what it did not see when it ends)
         _scans_due[d] = (directory, cap)
         if _evictor is None:
-            _evictor = threading.Thread(target=_run_evictor, name="dynjax-cache-evictor",
-                                        daemon=True)
-            _evictor.start()
+            thread = threading.Thread(target=_run_evictor, name="dynjax-cache-evictor", daemon=True)
+            try:
+                thread.start()   # (it waits for the lock until this write has set _evictor)
+            except RuntimeError:   # no thread to be had (a process at its limit, or exiting):
+                _scans_due.pop(d, None)   # the next write asks again
+                _dir_state.pop(d, None)
+                return
+            _evictor = thread
 
 
 def _run_evictor() -> None:
