@@ -105,6 +105,12 @@ def _fast_leaf_key(a):
     return t if t in _FAST_SCALARS else _NO_FAST
 
 
+#: the first item of a concrete-signature key of positional numpy arrays (``QJIT._call``),
+#: and the shape class of arguments that have none (``QJIT._shape_class``)
+_ARRAYS_ONLY = object()
+_NO_CLASS = object()
+
+
 def _leaf_key(x):
     """How one argument leaf enters the concrete-signature key (which picks a trace)."""
     t = type(x)
@@ -155,6 +161,12 @@ class QJIT:
         self._by_concrete = BoundedCache(self.cache_size)   # concrete leaf signature -> _Entry
         self._fast = BoundedCache(self.cache_size, executables=True)   # fast key -> (entry, executable, ...): see __call__
         self._inlined = BoundedCache(self.cache_size)   # abstract signature -> TracedFunction (_call_inlined)
+        # positional numpy arrays only: their shape class (dtypes, shapes with the abstracted
+        # axes erased) -> the abstract signature it stands for (_lookup), and per tuple of
+        # ranks the axes erased (None: no shape class, the full key decides)
+        self._akey_of_class = BoundedCache(self.cache_size)
+        self._erased_axes = BoundedCache(self.cache_size)
+        self._bound_arities = set()   # numbers of positional arguments the signature takes
         self._fast_hit = self._fast.peek               # its lookup without the recency update
         self._last: Optional[_Entry] = None   # introspection only (f.jaxpr): the latest call's trace
         self._aot_leaves = None
@@ -382,20 +394,28 @@ class QJIT:
             # jaxpr, traced once per abstract signature, inlined into the caller's trace
             return self._call_inlined(args, kwargs)
         self._check_call(args, kwargs)
-        args, kwargs, static_kwargs = self._bind_kwargs(args, kwargs)
-        args = self._lists_as_arrays(args)
+        # numpy arrays only, passed by position: each is one leaf, and none is a list to turn
+        # into an array or a static argument (the same key as the pytree's, spelled shorter)
+        plain = not kwargs and not self.static_argnums and all(a.__class__ is np.ndarray for a in args)
+        if plain:
+            static_kwargs = ()
+            leaves = list(args)
+            key = (_ARRAYS_ONLY, tuple([(a.shape, a.dtype) for a in args]))
+        else:
+            args, kwargs, static_kwargs = self._bind_kwargs(args, kwargs)
+            args = self._lists_as_arrays(args)
+            # One rule for what an argument is, on every path: a pytree whose leaves are arrays
+            # or scalars. Lists and tuples are pytrees, except lists of numbers that
+            # abstracted_axes names, which became arrays above.
+            leaves, tree = pytree.tree_flatten((self._dynamic_args(args), kwargs))
+            try:
+                key = (tree, tuple([_leaf_key(x) for x in leaves]),
+                       tuple(_hashable(args[i], i) for i in self.static_argnums if i < len(args)),
+                       static_kwargs)
+                hash(key)
+            except TypeError:
+                key = None
         self.calls += 1
-        # One rule for what an argument is, on every path: a pytree whose leaves are arrays or
-        # scalars. Lists and tuples are pytrees, except lists of numbers that abstracted_axes
-        # names, which became arrays above.
-        leaves, tree = pytree.tree_flatten((self._dynamic_args(args), kwargs))
-        try:
-            key = (tree, tuple([_leaf_key(x) for x in leaves]),
-                   tuple(_hashable(args[i], i) for i in self.static_argnums if i < len(args)),
-                   static_kwargs)
-            hash(key)
-        except TypeError:
-            key = None
         entry = self._by_concrete.get(key) if key is not None else None
         if entry is None:
             try:
@@ -405,7 +425,8 @@ class QJIT:
             if key is not None:
                 self._by_concrete.put(key, entry)
         self._last = entry
-        placed = leaf_shardings(self.in_shardings, self._dynamic_args(args), leaves)
+        placed = (None if plain and self.in_shardings is None else
+                  leaf_shardings(self.in_shardings, self._dynamic_args(args), leaves))
         if placed is not None or self.out_shardings is not None:
             out = run_sharded(entry, leaves, placed, self.out_shardings, self._run_leaves)
             if out is not None:
@@ -458,12 +479,14 @@ class QJIT:
 
     def _check_call(self, args, kwargs):
         """Arguments that do not fit the function's parameters: a TypeError naming it."""
-        if self.signature is None:
+        if self.signature is None or (not kwargs and len(args) in self._bound_arities):
             return
         try:
             self.signature.bind(*args, **kwargs)
         except TypeError as e:
             raise TypeError(f"{getattr(self.fun, '__name__', 'the function')}(): {e}") from None
+        if not kwargs:   # (positional arguments bind or not by their number alone)
+            self._bound_arities.add(len(args))
 
     def _register_fast(self, entry: _Entry, exe, args):
         """Remember a direct plan for these positional arguments: no static arguments or
@@ -534,9 +557,43 @@ class QJIT:
 
     def _lookup(self, args, kwargs, static_kwargs=()) -> _Entry:
         args = self._check_aot(args)
-        akey = self._abstract_key(args, kwargs, static_kwargs)
+        shape_class = self._shape_class(args) if not kwargs and not static_kwargs else None
+        akey = self._akey_of_class.get(shape_class) if shape_class is not None else None
+        if akey is None:
+            akey = self._abstract_key(args, kwargs, static_kwargs)
+            if shape_class is not None:
+                self._akey_of_class.put(shape_class, akey)
         return self._by_abstract.get_or_fill(
             akey, lambda: self._trace(args, kwargs, akey, static_kwargs))
+
+    def _shape_class(self, args):
+        """For positional numpy arrays (no static argument, no annotation): their dtypes and
+        shapes with the abstracted axes erased, which determine their abstract signature
+        (``_abstract_key``) without flattening them again at each new size; else None."""
+        if self.static_argnums or self._aot_leaves is not None:
+            return None
+        for a in args:
+            if a.__class__ is not np.ndarray:
+                return None
+        ranks = tuple([a.ndim for a in args])
+        erased = self._erased_axes.get(ranks)
+        if erased is None:
+            erased = self._erased_axes.get_or_fill(ranks, lambda: self._axes_erased(args))
+        if erased is _NO_CLASS:
+            return None
+        return tuple([(a.dtype, tuple([None if ax in gone else d for ax, d in enumerate(a.shape)])
+                       if gone else a.shape) for a, gone in zip(args, erased)])
+
+    def _axes_erased(self, args):
+        """Per argument (positional numpy arrays), the axes abstracted_axes names, as
+        ``_signature_leaves`` reads them; ``_NO_CLASS`` when it would refuse them (it then
+        says why)."""
+        try:
+            specs = _per_arg_specs(self._effective_axes(len(args)), len(args))
+            return tuple(frozenset(_axis_names(_spec_leaves(spec, a, 1)[0], a.ndim, ""))
+                         for spec, a in zip(specs, args))
+        except Exception:
+            return _NO_CLASS
 
     def _check_aot(self, args):
         """Check arguments against the annotations; returns them cast to the annotated dtypes.

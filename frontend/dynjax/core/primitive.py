@@ -4,6 +4,9 @@ A ``Primitive`` is only a name plus a flag saying whether it returns several res
 What a primitive *means* lives in one table per interpretation, keyed by primitive:
 
 * ``impl_rules``           - evaluate on numpy values (eager evaluation);
+* ``impl_into_rules``      - optional, for elementwise primitives: the impl written into the
+  buffer of an operand that dies at the equation (``core/interpret.py`` reuses an
+  intermediate array nobody else holds instead of allocating a new one);
 * ``abstract_eval_rules``  - compute output types from input types (tracing, type checking);
 * ``lowering_rules``       - emit StableHLO (in ``dynjax.lowering``);
 * ``symbolic_rules``       - integer scalar arithmetic on symbolic dimension expressions
@@ -54,6 +57,10 @@ def _trace_module():
 _trace = None
 
 impl_rules: Dict[Primitive, Callable] = {}
+#: ``rule(k, *operands, **params)``: what the impl returns, computed into ``operands[k]`` (a
+#: numpy array of the result's shape that only the evaluation holds) and returned; or None
+#: when the rule declines (another dtype or shape): the impl then runs as usual. Optional.
+impl_into_rules: Dict[Primitive, Callable] = {}
 abstract_eval_rules: Dict[Primitive, Callable] = {}
 symbolic_rules: Dict[Primitive, Callable] = {}
 jvp_rules: Dict[Primitive, Callable] = {}

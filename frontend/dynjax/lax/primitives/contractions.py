@@ -36,7 +36,9 @@ def _dot_general_impl(x, y, *, dimension_numbers, preferred_element_type=None):
     k = int(np.prod(xt.shape[nb + len(lfree):], dtype=np.int64))
     xm = xt.reshape(bshape + (int(np.prod(lf, dtype=np.int64)), k))
     ym = yt.reshape(bshape + (k, int(np.prod(rf, dtype=np.int64))))
-    out = np.matmul(xm, ym).reshape(bshape + lf + rf)
+    out = np.matmul(xm, ym)
+    if out.shape != bshape + lf + rf:   # (not a view when nothing changes: a fresh array
+        out = out.reshape(bshape + lf + rf)   # can take the next elementwise result in place)
     dtype = preferred_element_type or x.dtype
     return _arr(out, dtype)
 

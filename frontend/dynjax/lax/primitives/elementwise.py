@@ -6,6 +6,7 @@ import numpy as np
 
 from ...core.avals import (bool_, canonical_dtype, complex_dtype, dtype_category, is_complex_dtype,
                            is_float_dtype, is_inexact_dtype, is_integer_dtype, real_dtype)
+from ...core.primitive import impl_into_rules
 from ..base import (aval, check_dtypes_equal, check_same_shapes, define, describe_shapes,
                     result_aval, shapes_equal)
 
@@ -52,7 +53,15 @@ def _unary_abstract(name, kinds, real_result=False):
     return rule
 
 
-def _unary(name, fn, kinds="number", real_result=False):
+#: numpy's own dtypes of numbers and bools (not ml_dtypes' bfloat16 and float8s, whose
+#: ufunc loops are not always what the impl's conversions give): the in-place rules' dtypes
+_UFUNC_KINDS = frozenset("biufc")
+
+
+def _unary(name, fn, kinds="number", real_result=False, ufunc=None, into_kinds=None):
+    """An elementwise primitive of one operand computed by ``fn``. When ``fn`` (or ``ufunc``,
+    for the dtype kinds ``into_kinds``) is a numpy ufunc computing it, eager evaluation may
+    compute it in place (``impl_into_rules``)."""
     accepted = set()   # dtypes this operation took eagerly: their checks passed once and for all
 
     def impl(x):
@@ -62,7 +71,24 @@ def _unary(name, fn, kinds="number", real_result=False):
             accepted.add(x.dtype)
         with np.errstate(all="ignore"):
             return _arr(fn(x), real_dtype(x.dtype) if real_result else x.dtype)
-    return define(name, impl, _unary_abstract(name, kinds, real_result))
+    p = define(name, impl, _unary_abstract(name, kinds, real_result))
+    ufunc = fn if ufunc is None and isinstance(fn, np.ufunc) else ufunc
+    if ufunc is not None:
+        impl_into_rules[p] = _unary_into(ufunc, frozenset(into_kinds or _UFUNC_KINDS)
+                                         - (frozenset("c") if real_result else frozenset()))
+    return p
+
+
+def _unary_into(ufunc, kinds):
+    def into(k, x):
+        if x.dtype.kind not in kinds or not x.dtype.isnative:
+            return None
+        try:
+            with np.errstate(all="ignore"):
+                return ufunc(x, out=x, casting="no")
+        except TypeError:   # no loop of this dtype to itself: the impl converts
+            return None
+    return into
 
 
 neg_p = _unary("neg", np.negative)
@@ -99,7 +125,7 @@ def _log1p(x):
     return np.where((np.abs(re) > limit) | (np.abs(im) > limit), np.log1p(x), out)
 
 
-log1p_p = _unary("log1p", _log1p, "inexact")
+log1p_p = _unary("log1p", _log1p, "inexact", ufunc=np.log1p, into_kinds="f")
 expm1_p = _unary("expm1", np.expm1, "inexact")
 sin_p = _unary("sin", np.sin, "inexact")
 cos_p = _unary("cos", np.cos, "inexact")
@@ -143,7 +169,9 @@ def _binary_abstract(name, kinds, out_bool=False):
     return rule
 
 
-def _binary(name, fn, kinds="number", out_bool=False):
+def _binary(name, fn, kinds="number", out_bool=False, ufunc=None, into_kinds=None):
+    """An elementwise primitive of two operands computed by ``fn`` (see ``_unary`` for
+    ``ufunc`` and ``into_kinds``; never for comparisons, whose results are bools)."""
     abstract = _binary_abstract(name, kinds, out_bool)
 
     accepted = set()   # dtypes of two numpy operands this operation took eagerly: the checks
@@ -163,7 +191,26 @@ def _binary(name, fn, kinds="number", out_bool=False):
         with np.errstate(all="ignore"):
             out = fn(x, y)
         return _arr(out, bool_ if out_bool else x.dtype)
-    return define(name, impl, abstract)
+    p = define(name, impl, abstract)
+    ufunc = fn if ufunc is None and isinstance(fn, np.ufunc) and not out_bool else ufunc
+    if ufunc is not None:
+        impl_into_rules[p] = _binary_into(ufunc, frozenset(into_kinds or _UFUNC_KINDS))
+    return p
+
+
+def _binary_into(ufunc, kinds):
+    def into(k, x, y):
+        x, y = _arr(x), _arr(y)
+        dest, other = (x, y) if k == 0 else (y, x)
+        if (other.dtype != dest.dtype or dest.dtype.kind not in kinds or not dest.dtype.isnative
+                or (other.shape != dest.shape and other.ndim)):
+            return None
+        try:
+            with np.errstate(all="ignore"):
+                return ufunc(x, y, out=dest, casting="no")
+        except TypeError:
+            return None
+    return into
 
 
 def _int_div(x, y):
@@ -195,12 +242,15 @@ def _pow(x, y):
     return np.power(x, y)
 
 
-add_p = _binary("add", lambda x, y: np.logical_or(x, y) if x.dtype == np.bool_ else x + y, "any")
+# (numpy's add and multiply of bools are the logical or and and)
+add_p = _binary("add", lambda x, y: np.logical_or(x, y) if x.dtype == np.bool_ else x + y, "any",
+                ufunc=np.add)
 sub_p = _binary("sub", np.subtract)
-mul_p = _binary("mul", lambda x, y: np.logical_and(x, y) if x.dtype == np.bool_ else x * y, "any")
-div_p = _binary("div", _div)
-rem_p = _binary("rem", _rem, "real_number")
-pow_p = _binary("pow", _pow)
+mul_p = _binary("mul", lambda x, y: np.logical_and(x, y) if x.dtype == np.bool_ else x * y, "any",
+                ufunc=np.multiply)
+div_p = _binary("div", _div, ufunc=np.true_divide, into_kinds="fc")
+rem_p = _binary("rem", _rem, "real_number", ufunc=np.fmod, into_kinds="f")
+pow_p = _binary("pow", _pow, ufunc=np.power, into_kinds="fc")
 def _max(x, y):
     """numpy's maximum, except that -0.0 < +0.0 whatever the operand order (IEEE 754-2019
     maximum, as XLA computes it); numpy returns whichever zero its SIMD kernel picks."""
