@@ -35,6 +35,12 @@ def register_pytree_node(cls: type, flatten: Callable, unflatten: Callable,
 
 _BUILTIN_NODES = (tuple, list, dict, type(None), collections.OrderedDict, collections.defaultdict)
 
+# _no_cycle: a nested function that calls itself holds a reference to itself (through its
+# closure cell): a reference cycle, which outlives the call until the garbage collector finds
+# it, with whatever the closure holds (the leaves: a call's arguments or results). The
+# recursive helpers below drop that reference when they are done, so that what they held is
+# freed at once and a stream of calls leaves the collector nothing to do.
+
 
 class TreeDef:
     """An immutable tree structure; its comparison key and hash are computed once."""
@@ -138,7 +144,10 @@ def tree_flatten(x, is_leaf: Callable[[Any], bool] = None) -> Tuple[List[Any], T
         leaves.append(x)
         return LEAF
 
-    tree = rec(x)
+    try:
+        tree = rec(x)
+    finally:
+        rec = None   # (see _no_cycle)
     return leaves, tree
 
 
@@ -187,7 +196,10 @@ def tree_unflatten(tree: TreeDef, leaves) -> Any:
             return None
         return _rebuild(t, [rec(c) for c in t.children])
 
-    out = rec(tree)
+    try:
+        out = rec(tree)
+    finally:
+        rec = None   # (see _no_cycle)
     rest = list(it)
     if rest:
         raise ValueError(f"tree_unflatten got {len(rest)} more leaves than the structure holds")
@@ -294,7 +306,10 @@ def tree_flatten_with_path(x, is_leaf: Callable = None, is_leaf_takes_path: bool
         pairs, kind, aux = node
         return TreeDef(kind, aux, tuple(rec(c, path + (k,)) for k, c in pairs))
 
-    tree = rec(x, ())
+    try:
+        tree = rec(x, ())
+    finally:
+        rec = None   # (see _no_cycle)
     return out, tree
 
 
@@ -339,7 +354,10 @@ def flatten_up_to(tree: TreeDef, full) -> List[Any]:
         for c, (k, child) in zip(t.children, pairs):
             rec(c, child, path + (k,))
 
-    rec(tree, full, ())
+    try:
+        rec(tree, full, ())
+    finally:
+        rec = None   # (see _no_cycle)
     return out
 
 

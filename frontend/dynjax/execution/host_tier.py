@@ -406,7 +406,10 @@ def straight_line(jaxpr: Jaxpr) -> bool:
             if eqn.primitive not in impl_rules or count[0] > MAX_EQUATIONS:
                 return False
         return True
-    return walk(jaxpr)
+    try:
+        return walk(jaxpr)
+    finally:
+        walk = None   # (a recursive closure is a reference cycle: see core/pytree.py, _no_cycle)
 
 
 def small(values: Sequence[Any]) -> bool:

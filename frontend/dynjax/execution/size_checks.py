@@ -124,7 +124,10 @@ def check_sizes(jaxpr: Jaxpr, known: Dict[int, int], describe_input, input_pos: 
                     for sizes in uneven.per_device:
                         walk(sub, {**inner, **sizes})
 
-    walk(jaxpr, dict(known))
+    try:
+        walk(jaxpr, dict(known))
+    finally:
+        walk = None   # (a recursive closure is a reference cycle: see core/pytree.py, _no_cycle)
     return uneven_found[0] if uneven_found else None
 
 
