@@ -214,3 +214,41 @@ def test_threads_evaluating_one_jaxpr_at_once():
     for t in threads:
         t.join()
     assert not errors and len(results) == 4
+
+
+def test_a_broadcast_read_only_by_elementwise_operations_is_a_view():
+    x = np.random.default_rng(7).standard_normal((1000, 1000))
+
+    def f(x):
+        shifted = x - jnp.max(x, axis=1, keepdims=True)          # a broadcast of the row maxima
+        return shifted / jnp.sum(shifted, axis=1, keepdims=True)
+
+    closed = dynjax.make_jaxpr(f)(x)
+    assert "broadcast_in_dim" in str(closed)
+    eval_jaxpr(closed.jaxpr, closed.consts, x)
+    tracemalloc.start()
+    try:
+        tracemalloc.reset_peak()
+        (out,) = eval_jaxpr(closed.jaxpr, closed.consts, x)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 1.5 * x.nbytes, f"{peak} bytes at the peak: the broadcasts were materialized"
+    shifted = x - x.max(axis=1, keepdims=True)
+    assert _same(out, shifted / shifted.sum(axis=1, keepdims=True))
+    assert out.flags.writeable and out.base is None
+
+
+def test_a_broadcast_that_is_returned_or_reduced_is_an_array():
+    def f(x):
+        b = jnp.broadcast_to(x[:, None], (x.shape[0], 3))
+        return b, jnp.sum(b, axis=0), b * 2.0
+    x = np.arange(4.0)
+    closed = dynjax.make_jaxpr(f)(x)
+    for got in (eval_jaxpr(closed.jaxpr, closed.consts, x), f(x), dynjax.qjit(f)(x)):
+        b, s, d = got
+        np.testing.assert_array_equal(b, np.broadcast_to(x[:, None], (4, 3)))
+        np.testing.assert_array_equal(s, np.full(3, 6.0))
+        np.testing.assert_array_equal(d, 2 * np.broadcast_to(x[:, None], (4, 3)))
+        b[0, 0] = 99.0   # a result the caller owns
+        assert x[0] == 0.0

@@ -17,6 +17,11 @@ few hundred kilobytes and more a new allocation is fresh memory from the system,
 faults can cost more than the arithmetic (``tanh(x @ W1) @ W2`` at 1,000 x 64: 1.45 ms as
 numpy writes it, 0.47 ms with ``tanh`` in place). The values are the impl's, bit for bit: the
 same ufunc loop, only the destination differs.
+
+Likewise a broadcast (an equation with an ``impl_view_rules`` entry) that only elementwise
+equations read is a read-only view instead of a materialized array (softmax's row maxima
+and sums: no copy of ``n x n`` elements each), since an elementwise operation's values do
+not depend on how its operands lie in memory.
 """
 from __future__ import annotations
 
@@ -28,7 +33,7 @@ from typing import Callable, Tuple
 import numpy as np
 
 from .jaxpr import ClosedJaxpr, Literal, Var
-from .primitive import _trace_module, impl_into_rules
+from .primitive import _trace_module, impl_into_rules, impl_view_rules
 
 
 class Interrupted(Exception):
@@ -75,8 +80,8 @@ def eval_jaxpr(jaxpr, consts, *args):
         if stop is not None and stop():
             raise Interrupted()
         if plan is not None:
-            reusable, dead = plan[i]
-            out = _into(eqn, reusable, env) if reusable else None
+            reusable, dead, view = plan[i]
+            out = _into(eqn, reusable, env) if reusable else _view(eqn, env) if view else None
             if out is not None:
                 env[id(eqn.outvars[0])] = out
                 out = None
@@ -124,23 +129,37 @@ def _into(eqn, candidates: Tuple[int, ...], env):
     return None
 
 
+def _view(eqn, env):
+    """The equation's values as a read-only view (``impl_view_rules``), or None when an
+    operand is not a numpy value."""
+    operands = [a.val if isinstance(a, Literal) else env[id(a)] for a in eqn.invars]
+    for o in operands:
+        if not isinstance(o, _PLAIN):
+            return None
+    return impl_view_rules[eqn.primitive](*operands, **eqn.params)
+
+
 _PLAIN = (np.ndarray, np.generic, int, float, bool, complex)
 
 
 def _plan(jaxpr) -> list:
-    """Per equation, ``(reusable, dead)``: the positions of the operands whose buffers it may
-    take over (see the module docstring), and the ids of the variables that die there (the
-    evaluation forgets them after it: an intermediate no longer needed is freed at once, and
-    an array written in place is held once). Computed once per jaxpr."""
+    """Per equation, ``(reusable, dead, view)``: the positions of the operands whose buffers
+    it may take over, the ids of the variables that die there (the evaluation forgets them
+    after it: an intermediate no longer needed is freed at once, and an array written in
+    place is held once), and whether its result may be a view (see the module docstring).
+    Computed once per jaxpr."""
     plan = jaxpr.__dict__.get("_eval_plan")
     if plan is not None and len(plan) == len(jaxpr.eqns):
         return plan
     produced = set()
     last_use = {}
+    elementwise_uses_only = {}   # var id -> whether every equation reading it is elementwise
     for i, eqn in enumerate(jaxpr.eqns):
         for a in eqn.invars:
             if isinstance(a, Var):
                 last_use[id(a)] = i
+                elementwise_uses_only[id(a)] = (elementwise_uses_only.get(id(a), True)
+                                                and eqn.primitive in impl_into_rules)
     returned = {id(v) for v in jaxpr.outvars if isinstance(v, Var)}
     plan = []
     for i, eqn in enumerate(jaxpr.eqns):
@@ -150,7 +169,10 @@ def _plan(jaxpr) -> list:
         if eqn.primitive in impl_into_rules and len(eqn.outvars) == 1:
             reusable = tuple(k for k, a in enumerate(eqn.invars)
                              if isinstance(a, Var) and id(a) in dying and id(a) in produced)
-        plan.append((reusable, tuple(dying)))
+        out = eqn.outvars[0] if len(eqn.outvars) == 1 else None
+        view = (eqn.primitive in impl_view_rules and out is not None and id(out) not in returned
+                and elementwise_uses_only.get(id(out), False))
+        plan.append((reusable, tuple(dying), view))
         produced.update(id(v) for v in eqn.outvars)
     jaxpr.__dict__["_eval_plan"] = plan
     return plan

@@ -7,6 +7,9 @@ What a primitive *means* lives in one table per interpretation, keyed by primiti
 * ``impl_into_rules``      - optional, for elementwise primitives: the impl written into the
   buffer of an operand that dies at the equation (``core/interpret.py`` reuses an
   intermediate array nobody else holds instead of allocating a new one);
+* ``impl_view_rules``      - optional, for data movement (a broadcast): the impl's values as a
+  read-only numpy view, which eager evaluation uses where only elementwise equations read
+  the result (no copy of a broadcast row per element);
 * ``abstract_eval_rules``  - compute output types from input types (tracing, type checking);
 * ``lowering_rules``       - emit StableHLO (in ``dynjax.lowering``);
 * ``symbolic_rules``       - integer scalar arithmetic on symbolic dimension expressions
@@ -61,6 +64,9 @@ impl_rules: Dict[Primitive, Callable] = {}
 #: numpy array of the result's shape that only the evaluation holds) and returned; or None
 #: when the rule declines (another dtype or shape): the impl then runs as usual. Optional.
 impl_into_rules: Dict[Primitive, Callable] = {}
+#: ``rule(*operands, **params)``: the impl's values as a view of an operand (read-only), for
+#: results that only elementwise equations (those with ``impl_into_rules``) read. Optional.
+impl_view_rules: Dict[Primitive, Callable] = {}
 abstract_eval_rules: Dict[Primitive, Callable] = {}
 symbolic_rules: Dict[Primitive, Callable] = {}
 jvp_rules: Dict[Primitive, Callable] = {}

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...core.avals import canonical_dtype
+from ...core.primitive import impl_view_rules
 from ..base import (aval, check_dim_operands, concrete_shape, define, describe_shapes,
                     dims_from_operands, result_aval, same_dim)
 from .elementwise import _arr
@@ -15,13 +16,18 @@ from .elementwise import _arr
 # ----------------------------------------------------------------------------------------------
 
 
-def _broadcast_in_dim_impl(x, *dyn_shape, shape, broadcast_dimensions):
+def _broadcast_in_dim_view(x, *dyn_shape, shape, broadcast_dimensions):
+    """The broadcast as a read-only view of ``x`` (``impl_view_rules``)."""
     x = _arr(x)
     out_shape = concrete_shape(shape, dyn_shape)
     expanded = [1] * len(out_shape)
     for i, d in enumerate(broadcast_dimensions):
         expanded[d] = x.shape[i]
-    return np.array(np.broadcast_to(x.reshape(expanded), out_shape))
+    return np.broadcast_to(x.reshape(expanded), out_shape)
+
+
+def _broadcast_in_dim_impl(x, *dyn_shape, shape, broadcast_dimensions):
+    return np.array(_broadcast_in_dim_view(x, *dyn_shape, shape=shape, broadcast_dimensions=broadcast_dimensions))
 
 
 def _broadcast_in_dim_abstract(x, *dyn_shape, shape, broadcast_dimensions):
@@ -45,6 +51,7 @@ def _broadcast_in_dim_abstract(x, *dyn_shape, shape, broadcast_dimensions):
 
 
 broadcast_in_dim_p = define("broadcast_in_dim", _broadcast_in_dim_impl, _broadcast_in_dim_abstract)
+impl_view_rules[broadcast_in_dim_p] = _broadcast_in_dim_view
 
 
 def _iota_impl(*dyn_shape, dtype, shape, dimension):
