@@ -183,3 +183,23 @@ def test_the_rule_can_be_turned_off(auto, eager_until_paid, monkeypatch):
     tiers.wait_for_background()
     info = f.cache_info()
     assert info["background_compilations"] >= 3 and bucket_of(700) in _segment(f).padded, info
+
+
+def test_after_the_host_tier_a_cheap_size_is_rented_not_compiled(auto, eager_until_paid, monkeypatch):
+    # The host tier served the first sizes (small arrays): the first size above its limit is
+    # not the program's first size, so it is not compiled on the call path (a 0.1-0.2 s
+    # stall for a program whose numpy run takes microseconds): it runs eagerly, as every cheap
+    # new size does until its eager runs have cost a compile.
+    monkeypatch.setenv("DYNJAX_HOST_TIER", "auto")
+    eager_until_paid(1e9)
+    f = qjit(lambda x: (x * x).sum(), abstracted_axes=({0: "n"},))
+    sizes = [148, 57, 1678, 1660, 1435, 999]
+    outs = [f(np.linspace(-1, 1, n)) for n in sizes]
+    tiers.wait_for_background()
+    info = f.cache_info()
+    assert info["host_runs"] == 3 and info["eager_runs"] == 3, info
+    assert info["compilations"] == 0 and info["padded_compilations"] == 0, info
+    for n, got in zip(sizes, outs):
+        x = np.linspace(-1, 1, n)
+        np.testing.assert_allclose(got, (x * x).sum(), rtol=1e-13)
+        np.testing.assert_allclose(got, _exact(lambda x: (x * x).sum(), x), rtol=1e-13)

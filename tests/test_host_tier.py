@@ -20,6 +20,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 import dynjax
+from dynjax.execution import tiers
 import dynjax.numpy as jnp
 from dynjax.execution import host_tier
 from helpers import examples, in_threads
@@ -353,7 +354,11 @@ def test_large_sizes_and_large_values_are_compiled_even_from_small_arguments():
     count = dynjax.qjit(lambda sz: jnp.arange(sz) * 2)
     np.testing.assert_array_equal(count(3), [0, 2, 4])
     np.testing.assert_array_equal(count(3000), np.arange(3000) * 2)   # a size above MAX_ELEMENTS
-    assert count.cache_info()["host_runs"] == 1 and count.cache_info()["compilations"] == 1
+    tiers.wait_for_background()
+    info = count.cache_info()
+    # not the host tier: XLA (a size after the host tier's is not a program's first size: it
+    # runs eagerly while its bucket compiles, as any later size)
+    assert info["host_runs"] == 1 and info["compilations"] + info["padded_compilations"] == 1, info
     outer = dynjax.qjit(lambda x: jnp.sum(x[:, None] * x[None, :]))   # 1000 x 1000 from 1000
     x = np.linspace(0, 1, 1000)
     np.testing.assert_allclose(outer(x), np.sum(np.outer(x, x)), rtol=1e-12)

@@ -124,8 +124,9 @@ class Segment:
         if exe is None and self.paddable:
             pol = tiers.policy()
             # auto: the first size compiles its exact executable (a program called at one
-            # size never pads); sizes after it run padded
-            first = pol == "auto" and not len(self.cache) and not len(self.padded)
+            # size never pads); sizes after it run padded. (A size after ones the host tier
+            # served is not a first: the program meets several sizes.)
+            first = pol == "auto" and not len(self.cache) and not len(self.padded) and not len(self.hosted)
             run = self._padded_run(args, pol == "auto") if pol != "exact" and not first else None
             if first and not self._served_eagerly(args):   # ready for the next size: its
                 queue_after = tiers.AHEAD                      # bucket, compiled ahead
