@@ -8,7 +8,8 @@ runs, the results are cut.
 
 Tier 2 (``exact``): the executable specialized to the exact sizes (the fastest at steady
 state). The first size a program runs at compiles it directly (a program called at one size
-never pads; its bucket compiles in the background). A later size runs padded; when it
+never pads; its bucket compiles in the background); a size after sizes the host tier served
+is a later size. A later size runs padded; when it
 recurs often enough to pay for its compile (``worth_exact``) its exact executable is
 compiled on the background thread and serves every later call at that size once it is ready.
 
