@@ -76,17 +76,23 @@ def test_an_in_place_rule_computes_what_the_impl_computes(prim):
     assert took, f"{prim.name}: no dtype computed in place"
 
 
-def test_a_chain_of_elementwise_operations_holds_one_buffer():
-    x = np.random.default_rng(1).standard_normal(1_000_000)
-    closed = dynjax.make_jaxpr(lambda x: jnp.exp(jnp.sin(jnp.cos(x) * 2.0) + 1.0) - 3.0)(x)
-    eval_jaxpr(closed.jaxpr, closed.consts, x)   # (the evaluation plan, made once)
+def _evaluate_with_peak(closed, x):
+    """The one result of evaluating ``closed`` on ``x``, and the peak of the memory numpy
+    allocated meanwhile (the evaluation plan made beforehand)."""
+    eval_jaxpr(closed.jaxpr, closed.consts, x)
     tracemalloc.start()
     try:
         tracemalloc.reset_peak()
         (out,) = eval_jaxpr(closed.jaxpr, closed.consts, x)
-        peak = tracemalloc.get_traced_memory()[1]
+        return out, tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
+
+
+def test_a_chain_of_elementwise_operations_holds_one_buffer():
+    x = np.random.default_rng(1).standard_normal(1_000_000)
+    closed = dynjax.make_jaxpr(lambda x: jnp.exp(jnp.sin(jnp.cos(x) * 2.0) + 1.0) - 3.0)(x)
+    out, peak = _evaluate_with_peak(closed, x)
     assert peak < 1.5 * x.nbytes, f"{peak} bytes at the peak: not one buffer"
     assert _same(out, np.exp(np.sin(np.cos(x) * 2.0) + 1.0) - 3.0)
 
@@ -225,14 +231,7 @@ def test_a_broadcast_read_only_by_elementwise_operations_is_a_view():
 
     closed = dynjax.make_jaxpr(f)(x)
     assert "broadcast_in_dim" in str(closed)
-    eval_jaxpr(closed.jaxpr, closed.consts, x)
-    tracemalloc.start()
-    try:
-        tracemalloc.reset_peak()
-        (out,) = eval_jaxpr(closed.jaxpr, closed.consts, x)
-        peak = tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
+    out, peak = _evaluate_with_peak(closed, x)
     assert peak < 1.5 * x.nbytes, f"{peak} bytes at the peak: the broadcasts were materialized"
     shifted = x - x.max(axis=1, keepdims=True)
     assert _same(out, shifted / shifted.sum(axis=1, keepdims=True))
