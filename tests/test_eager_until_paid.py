@@ -100,6 +100,35 @@ def test_a_compiled_bucket_serves_a_cheap_size_only_up_to_twice_its_own(auto, ea
     assert f.cache_info()["background_compilations"] == before["background_compilations"]
 
 
+def _gram(x):
+    return (x[:, None] * x[None, :]).sum(axis=1)   # n x n products: quadratic in n
+
+
+@pytest.mark.parametrize("compiled, size, served", [
+    (1000, 300, "eager_runs"),     # buckets 1024 and 1280: 1024 has twice 512's elements, four times its cost
+    (1300, 1100, "padded_runs"),   # buckets 1536 and 1792: 1536 costs 1.44 times 1280's
+])
+def test_a_compiled_bucket_serves_a_cheap_size_only_up_to_twice_its_cost(auto, eager_until_paid, compiled,
+                                                                         size, served):
+    """The limit is on cost, not elements: a program quadratic in its size costs four times
+    as much in a bucket twice as large, which does not serve it (it runs eagerly)."""
+    f = qjit(_gram, abstracted_axes=({0: "n"},))
+    f(np.ones(3))
+    eager_until_paid(0.0)
+    f(np.ones(compiled))       # queues the bucket of this size (and the next one up)
+    tiers.wait_for_background()
+    assert bucket_of(compiled) in _segment(f).padded and bucket_of(size) not in _segment(f).padded
+    eager_until_paid(1e9)
+    before = f.cache_info()
+    x = np.linspace(0.5, 1.5, size)
+    np.testing.assert_allclose(f(x), _gram(x), rtol=1e-12)
+    after = f.cache_info()
+    other = "padded_runs" if served == "eager_runs" else "eager_runs"
+    assert after[served] == before[served] + 1 and after[other] == before[other], after
+    tiers.wait_for_background()
+    assert f.cache_info()["background_compilations"] == before["background_compilations"]
+
+
 def test_a_long_eager_run_queues_its_bucket_and_gives_way_to_it(auto, eager_until_paid, monkeypatch):
     """300 000 loop steps by the numpy impls would take seconds: once the run has taken a
     compile's time (pinned at 20 ms) its bucket is queued, and the run is abandoned for the

@@ -68,6 +68,7 @@ class Segment:
         self._eager_estimate = None                     # (cost, names of the int inputs) or False
         self._cost_inputs: tuple = ()                   # (position, name) of those the cost reads
         self._cheap_at = BoundedCache(stats.cache_size)  # their values -> _cheap_for_eager's answer
+        self._padding_ok = BoundedCache(stats.cache_size)  # (larger, own bucket, ...) -> _padding_affordable's
         self.paddable = bool(self.baked)                # False once padding proved impossible
         self.hosted = BoundedCache(stats.cache_size)    # exact key -> HostProgram or _NOT_HOSTED
         self._hostable: Optional[bool] = None           # whether the host tier may run it at all
@@ -243,8 +244,8 @@ class Segment:
         Its own bucket's program when compiled; else (``ahead``, the automatic policy):
 
         * sizes the cost model calls cheap, with ``tiers.eager_until_paid``: the smallest
-          compiled bucket that holds them if it has at most twice their own bucket's
-          elements, else a ``CompilingBucket`` that the call runs eagerly beside, whose
+          compiled bucket that holds them if it costs at most twice their own bucket
+          (``_padding_affordable``), else a ``CompilingBucket`` that the call runs eagerly beside, whose
           bucket is queued once the segment's eager runs have paid for a compile
           (``_EagerStop``); nothing is compiled ahead for them;
         * other sizes: the smallest compiled bucket that holds them, while their own bucket
@@ -275,7 +276,7 @@ class Segment:
                     best = min(larger, key=_elements)
                     if not rent:
                         self._compile_bucket_later(bounds, values, tiers.AHEAD)
-                    if not rent or _elements(best) <= 2 * _elements(bounds):
+                    if not rent or self._padding_affordable(best, bounds, args):
                         return self.padded.get(best)
                 if rent:   # queued once eager runs would have paid for it (_EagerStop)
                     return CompilingBucket(self, bounds, values, queued=bounds in self.buckets_requested)
@@ -347,6 +348,35 @@ class Segment:
                 cheap = False
             self._cheap_at.put(values, cheap)
         return cheap
+
+    def _padding_affordable(self, larger, bounds, args) -> bool:
+        """Whether the compiled bucket ``larger`` may serve a cheap size whose own bucket is
+        ``bounds``: when its program costs at most twice the own bucket's (the cost model's
+        FLOPs and transcendentals at both buckets' sizes: a program quadratic in a size pays
+        four times its cost in a bucket twice as large), else the size runs eagerly. When the
+        cost model cannot tell, the buckets' element counts stand for their costs."""
+        estimate = self._cost_estimate()
+        named = self._cost_inputs if estimate is not False else ()
+        baked = set(self.baked)
+        others = tuple([int(args[i]) for i, _ in named if i not in baked])   # (trip counts...)
+        key = (larger, bounds, others)
+        ok = self._padding_ok.get(key)
+        if ok is None:
+            ok = _elements(larger) <= 2 * _elements(bounds)
+            if named:
+                try:
+                    costs = [self._cost_at(estimate, b, args) for b in (larger, bounds)]
+                    ok = costs[0] <= 2 * costs[1]
+                except Exception:
+                    pass
+            self._padding_ok.put(key, ok)
+        return ok
+
+    def _cost_at(self, estimate, bounds, args) -> float:
+        """The cost model's FLOPs and transcendentals with the baked sizes at ``bounds``."""
+        at = dict(zip(self.baked, bounds))
+        c = estimate[0].at(**{name: at[i] if i in at else int(args[i]) for i, name in self._cost_inputs})
+        return c["flops"] + c["transcendentals"]
 
     def _served_eagerly(self, args) -> bool:
         """Whether new sizes like these are served eagerly until that has paid for a compile

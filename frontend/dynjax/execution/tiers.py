@@ -32,8 +32,9 @@ nothing more; a size that recurs gets its bucket after a compile's time of eager
 before each equation of an eager run (``segment._EagerStop``), so one long run (a loop of
 many steps) queues its bucket once it has run for a compile's time. An eager run gives way
 to its bucket as soon as that is compiled (``segment.Segment._run_eagerly``). A compiled
-bucket more than twice as large as the size's own serves it padded only if the size is not
-cheap; nothing is compiled ahead for cheap sizes. ``DYNJAX_EAGER_UNTIL_PAID=0`` queues a
+bucket whose program costs more than twice the size's own bucket's (the cost model's FLOPs at
+both: a program quadratic in its size pays four times as much in a bucket twice as large)
+serves it padded only if the size is not cheap; nothing is compiled ahead for cheap sizes. ``DYNJAX_EAGER_UNTIL_PAID=0`` queues a
 cheap size's bucket at its first call instead (and runs eagerly while it compiles), as a
 heavier size's always is.
 
