@@ -232,3 +232,23 @@ def test_after_the_host_tier_a_cheap_size_is_rented_not_compiled(auto, eager_unt
         x = np.linspace(-1, 1, n)
         np.testing.assert_allclose(got, (x * x).sum(), rtol=1e-13)
         np.testing.assert_allclose(got, _exact(lambda x: (x * x).sum(), x), rtol=1e-13)
+
+
+def test_a_program_the_host_tier_declines_still_compiles_at_its_first_size(auto, eager_until_paid, monkeypatch):
+    # A small loop over an array's values is not a host program (its loop would not fold to
+    # a constant): the host tier declines the size, and the size is the program's first:
+    # it compiles its exact executable, and every later call at that size runs it.
+    monkeypatch.setenv("DYNJAX_HOST_TIER", "auto")
+    eager_until_paid(1e9)
+    fn = lambda x: for_loop(0, 10, 1)(lambda i, a: a * 0.5 + a.sum() * 1e-3)(x)  # noqa: E731
+    f = qjit(fn, abstracted_axes=({0: "n"},))
+    x = np.linspace(0.0, 1.0, 557)
+    outs = [f(x) for _ in range(3)]
+    info = f.cache_info()
+    assert info["host_runs"] == 0 and info["eager_runs"] == 0, info
+    assert info["compilations"] == 1 and info["exact_runs"] == 3, info
+    want = x
+    for _ in range(10):
+        want = want * 0.5 + want.sum() * 1e-3
+    for got in outs:
+        np.testing.assert_allclose(got, want, rtol=1e-13)

@@ -72,6 +72,7 @@ class Segment:
         self.paddable = bool(self.baked)                # False once padding proved impossible
         self.hosted = BoundedCache(stats.cache_size)    # exact key -> HostProgram or _NOT_HOSTED
         self._hostable: Optional[bool] = None           # whether the host tier may run it at all
+        self.host_served = False                        # whether it has served a call
         # introspection only (f.mlir_specialized, f.hlo): never read on a call path
         self.last_specialized: Optional[str] = None
         self.last_executable = None
@@ -117,6 +118,7 @@ class Segment:
         if exe is None and self._hostable is not False:
             host = self._host_program(key, args)
             if host is not None:
+                self.host_served = True
                 self.stats.host_runs += 1
                 self.last_executable, self.last_specialized = host, None
                 explain.maybe(explain.tiers, lambda: f"host tier: {self._describe_key(key)}")
@@ -127,7 +129,7 @@ class Segment:
             # auto: the first size compiles its exact executable (a program called at one
             # size never pads); sizes after it run padded. (A size after ones the host tier
             # served is not a first: the program meets several sizes.)
-            first = pol == "auto" and not len(self.cache) and not len(self.padded) and not len(self.hosted)
+            first = pol == "auto" and not len(self.cache) and not len(self.padded) and not self.host_served
             run = self._padded_run(args, pol == "auto") if pol != "exact" and not first else None
             if first and not self._served_eagerly(args):   # ready for the next size: its
                 queue_after = tiers.AHEAD                      # bucket, compiled ahead
