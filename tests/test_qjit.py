@@ -277,3 +277,19 @@ def test_lists_named_by_abstracted_axes_are_arrays():
     np.testing.assert_array_equal(k([np.arange(3.0), np.ones(3)]), np.arange(3.0) - 1)
     with pytest.raises(ValueError, match="argument 0 is a list .* rows have different lengths"):
         g([[1.0, 2.0], [3.0]])
+
+
+def test_new_sizes_of_positional_arrays_find_their_trace_by_shape_class():
+    # dtype, rank and the sizes abstracted_axes does not name pick the trace; the named
+    # sizes do not (each call's results checked against numpy)
+    f = qjit(lambda x, y: x / 3 + y.sum(), abstracted_axes=({0: "n"}, None))
+    calls = [((3, 2), np.float64, 4), ((5, 2), np.float64, 4), ((5, 2), np.float32, 4),
+             ((7, 2), np.float32, 4), ((7, 3), np.float64, 4), ((2, 2), np.float64, 5), ((9, 2), np.float64, 4)]
+    for shape, dtype, m in calls:
+        x = np.arange(np.prod(shape), dtype=dtype).reshape(shape)
+        y = np.linspace(0, 1, m).astype(dtype)
+        got, want = f(x, y), x / 3 + y.sum()
+        assert got.dtype == want.dtype == dtype
+        np.testing.assert_allclose(got, want, rtol=1e-6 if dtype is np.float32 else 1e-14)
+    # traces: f64 (n, 2) + (4,); f32 (n, 2) + (4,); f64 (n, 3) + (4,); f64 (n, 2) + (5,)
+    assert f.cache_info()["traces"] == 4

@@ -111,6 +111,11 @@ _ARRAYS_ONLY = object()
 _NO_CLASS = object()
 
 
+def _erase(shape, axes) -> tuple:
+    """``shape`` with the sizes of ``axes`` replaced by None."""
+    return tuple([None if ax in axes else d for ax, d in enumerate(shape)])
+
+
 def _leaf_key(x):
     """How one argument leaf enters the concrete-signature key (which picks a trace)."""
     t = type(x)
@@ -581,8 +586,7 @@ class QJIT:
             erased = self._erased_axes.get_or_fill(ranks, lambda: self._axes_erased(args))
         if erased is _NO_CLASS:
             return None
-        return tuple([(a.dtype, tuple([None if ax in gone else d for ax, d in enumerate(a.shape)])
-                       if gone else a.shape) for a, gone in zip(args, erased)])
+        return tuple([(a.dtype, _erase(a.shape, gone) if gone else a.shape) for a, gone in zip(args, erased)])
 
     def _axes_erased(self, args):
         """Per argument (positional numpy arrays), the axes abstracted_axes names, as
