@@ -120,11 +120,8 @@ def _into(eqn, candidates: Tuple[int, ...], env):
         if (x.__class__ is np.ndarray and sys.getrefcount(x) == _ONLY_THE_ENVIRONMENT
                 and x.base is None and x.flags.writeable):
             x = None
-            operands = [a.val if isinstance(a, Literal) else env[id(a)] for a in eqn.invars]
-            for o in operands:   # numpy values only (not the tracers of an eager transformation)
-                if not isinstance(o, _PLAIN):
-                    return None
-            return impl_into_rules[eqn.primitive](k, *operands, **eqn.params)
+            operands = _numpy_operands(eqn, env)
+            return None if operands is None else impl_into_rules[eqn.primitive](k, *operands, **eqn.params)
         x = None
     return None
 
@@ -132,11 +129,18 @@ def _into(eqn, candidates: Tuple[int, ...], env):
 def _view(eqn, env):
     """The equation's values as a read-only view (``impl_view_rules``), or None when an
     operand is not a numpy value."""
+    operands = _numpy_operands(eqn, env)
+    return None if operands is None else impl_view_rules[eqn.primitive](*operands, **eqn.params)
+
+
+def _numpy_operands(eqn, env):
+    """The equation's operands, or None unless all are numpy values or Python scalars (not
+    the tracers of an eager transformation)."""
     operands = [a.val if isinstance(a, Literal) else env[id(a)] for a in eqn.invars]
     for o in operands:
         if not isinstance(o, _PLAIN):
             return None
-    return impl_view_rules[eqn.primitive](*operands, **eqn.params)
+    return operands
 
 
 _PLAIN = (np.ndarray, np.generic, int, float, bool, complex)

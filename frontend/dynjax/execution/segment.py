@@ -344,8 +344,7 @@ class Segment:
         cheap = self._cheap_at.get(values)
         if cheap is None:   # (once per such values: the padded and eager paths ask each call)
             try:
-                c = estimate[0].at(**{name: v for (_, name), v in zip(named, values)})
-                cheap = c["flops"] + c["transcendentals"] <= tiers.EAGER_MAX_FLOPS
+                cheap = self._work_at(values) <= tiers.EAGER_MAX_FLOPS
             except Exception:
                 cheap = False
             self._cheap_at.put(values, cheap)
@@ -357,8 +356,7 @@ class Segment:
         FLOPs and transcendentals at both buckets' sizes: a program quadratic in a size pays
         four times its cost in a bucket twice as large), else the size runs eagerly. When the
         cost model cannot tell, the buckets' element counts stand for their costs."""
-        estimate = self._cost_estimate()
-        named = self._cost_inputs if estimate is not False else ()
+        named = self._cost_inputs if self._cost_estimate() is not False else ()
         baked = set(self.baked)
         others = tuple([int(args[i]) for i, _ in named if i not in baked])   # (trip counts...)
         key = (larger, bounds, others)
@@ -367,17 +365,21 @@ class Segment:
             ok = _elements(larger) <= 2 * _elements(bounds)
             if named:
                 try:
-                    costs = [self._cost_at(estimate, b, args) for b in (larger, bounds)]
+                    costs = []
+                    for b in (larger, bounds):
+                        at = dict(zip(self.baked, b))
+                        values = tuple([at[i] if i in at else int(args[i]) for i, _ in named])
+                        costs.append(self._work_at(values))
                     ok = costs[0] <= 2 * costs[1]
                 except Exception:
                     pass
             self._padding_ok.put(key, ok)
         return ok
 
-    def _cost_at(self, estimate, bounds, args) -> float:
-        """The cost model's FLOPs and transcendentals with the baked sizes at ``bounds``."""
-        at = dict(zip(self.baked, bounds))
-        c = estimate[0].at(**{name: at[i] if i in at else int(args[i]) for i, name in self._cost_inputs})
+    def _work_at(self, values) -> int:
+        """The cost model's FLOPs and transcendentals of the segment with its integer inputs
+        ``_cost_inputs`` at ``values`` (the estimate exists: ``_cost_estimate``)."""
+        c = self._eager_estimate[0].at(**{name: v for (_, name), v in zip(self._cost_inputs, values)})
         return c["flops"] + c["transcendentals"]
 
     def _served_eagerly(self, args) -> bool:

@@ -80,15 +80,19 @@ def _unary(name, fn, kinds="number", real_result=False, ufunc=None, into_kinds=N
 
 
 def _unary_into(ufunc, kinds):
-    def into(k, x):
-        if x.dtype.kind not in kinds or not x.dtype.isnative:
-            return None
-        try:
-            with np.errstate(all="ignore"):
-                return ufunc(x, out=x, casting="no")
-        except TypeError:   # no loop of this dtype to itself: the impl converts
-            return None
-    return into
+    return lambda k, x: _ufunc_into(ufunc, kinds, x, x)
+
+
+def _ufunc_into(ufunc, kinds, dest, *operands):
+    """``ufunc(*operands)`` written into ``dest`` (numpy's own dtypes of ``kinds`` only, with
+    no conversion), or None."""
+    if dest.dtype.kind not in kinds or not dest.dtype.isnative:
+        return None
+    try:
+        with np.errstate(all="ignore"):
+            return ufunc(*operands, out=dest, casting="no")
+    except TypeError:   # no loop of this dtype to itself: the impl converts
+        return None
 
 
 neg_p = _unary("neg", np.negative)
@@ -202,14 +206,9 @@ def _binary_into(ufunc, kinds):
     def into(k, x, y):
         x, y = _arr(x), _arr(y)
         dest, other = (x, y) if k == 0 else (y, x)
-        if (other.dtype != dest.dtype or dest.dtype.kind not in kinds or not dest.dtype.isnative
-                or (other.shape != dest.shape and other.ndim)):
+        if other.dtype != dest.dtype or (other.shape != dest.shape and other.ndim):
             return None
-        try:
-            with np.errstate(all="ignore"):
-                return ufunc(x, y, out=dest, casting="no")
-        except TypeError:
-            return None
+        return _ufunc_into(ufunc, kinds, dest, x, y)
     return into
 
 
