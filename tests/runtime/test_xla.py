@@ -210,3 +210,46 @@ def test_dynjax_xla_options(monkeypatch):
         monkeypatch.setenv("DYNJAX_XLA_OPTIONS", bad)
         with pytest.raises(ValueError, match=r"DYNJAX_XLA_OPTIONS: .*" + bad.split("=")[0]):
             rt.compile(st)
+
+
+# ten steps of a := a/2 + sum(a)/1000 on 557 floats (bench.py's row 12)
+DECAY = """func.func @main(%x: tensor<557xf64>) -> tensor<557xf64> {
+  %zero = stablehlo.constant dense<0> : tensor<i64>
+  %one = stablehlo.constant dense<1> : tensor<i64>
+  %ten = stablehlo.constant dense<10> : tensor<i64>
+  %w:2 = stablehlo.while(%i = %zero, %a = %x) : tensor<i64>, tensor<557xf64>
+    cond {
+      %lt = stablehlo.compare LT, %i, %ten : (tensor<i64>, tensor<i64>) -> tensor<i1>
+      stablehlo.return %lt : tensor<i1>
+    } do {
+      %half = stablehlo.constant dense<0.5> : tensor<557xf64>
+      %z = stablehlo.constant dense<0.0> : tensor<f64>
+      %milli = stablehlo.constant dense<0.001> : tensor<f64>
+      %s = stablehlo.reduce(%a init: %z) applies stablehlo.add across dimensions = [0] : (tensor<557xf64>, tensor<f64>) -> tensor<f64>
+      %sm = stablehlo.multiply %s, %milli : tensor<f64>
+      %b = stablehlo.broadcast_in_dim %sm, dims = [] : (tensor<f64>) -> tensor<557xf64>
+      %ah = stablehlo.multiply %a, %half : tensor<557xf64>
+      %a1 = stablehlo.add %ah, %b : tensor<557xf64>
+      %i1 = stablehlo.add %i, %one : tensor<i64>
+      stablehlo.return %i1, %a1 : tensor<i64>, tensor<557xf64>
+    }
+  return %w#1 : tensor<557xf64>
+}"""
+
+
+def test_a_run_finishes_on_the_calling_thread():
+    # The client is synchronous (runtime.xla.get_client): a program with a loop has finished
+    # when the call that launched it returns. An asynchronous client would hand this one to
+    # a worker thread, which the caller then waits for (~20 us more a call).
+    from dynjax.runtime import xla
+
+    exe = rt.compile(DECAY)
+    x = np.linspace(0.0, 1.0, 557)
+    for _ in range(5):
+        outs = exe._run(xla._put_all([x], exe.in_avals)).consume_with_handlers(exe._handlers)
+        assert outs[0].is_ready()
+        (got,) = xla._host_outputs(exe, outs)
+        want = x
+        for _ in range(10):
+            want = want * 0.5 + np.sum(want) * 1e-3
+        np.testing.assert_allclose(got, want, rtol=1e-14)
