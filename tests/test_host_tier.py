@@ -424,3 +424,36 @@ def test_a_compiled_bucket_serves_a_new_size_until_it_recurs():
             del os.environ["DYNJAX_COMPILE_AHEAD"]
         else:
             os.environ["DYNJAX_COMPILE_AHEAD"] = before
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_float_scalars_are_computed_by_operators_as_the_ufuncs_compute_them(dtype):
+    # 0-d operands of one float dtype: ``a + b`` on numpy scalars, not np.add on 0-d arrays
+    # (host_tier._scalar_operator); the same IEEE results, special values included, and no
+    # warning (overflow, 0/0, inf - inf)
+    def fn(x, y):
+        return ((x + y) * y - x) / y - 0.5
+    f = dynjax.qjit(fn)
+    fi = np.finfo(dtype)
+    special = [0.0, -0.0, 1.0, -2.5, 3.0e-3, fi.max, -fi.max, fi.tiny, fi.smallest_subnormal,
+               np.inf, -np.inf, np.nan]
+    for x in special:
+        for y in special:
+            a, b = dtype(x), dtype(y)
+            with warnings.catch_warnings():
+                warnings.simplefilter("error")
+                got = f(a, b)
+            with np.errstate(all="ignore"):
+                want = np.subtract(np.true_divide(np.subtract(np.multiply(np.add(
+                    np.array(a), np.array(b)), np.array(b)), np.array(a)), np.array(b)), np.array(0.5, dtype))
+            assert type(got) is np.ndarray and got.shape == () and got.dtype == dtype
+            assert got.tobytes() == want.tobytes() or (np.isnan(got) and np.isnan(want)), (x, y, got, want)
+    source = f._last.program.single.last_executable.source
+    for line in ["a0 + a1", "* a1", "- a0", "/ a1", "- c"]:
+        assert line in source, source
+    assert f.cache_info()["host_runs"] == len(special) ** 2 and f.cache_info()["host_programs"] == 1
+    # arrays, integers and mixed dtypes keep the ufuncs
+    g = dynjax.qjit(lambda x, y: x + y)
+    for args in [(np.ones(3, dtype), np.ones(3, dtype)), (np.int32(2), np.int32(3))]:
+        g(*args)
+        assert " + " not in g._last.program.single.last_executable.source

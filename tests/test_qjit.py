@@ -293,3 +293,41 @@ def test_new_sizes_of_positional_arrays_find_their_trace_by_shape_class():
         np.testing.assert_allclose(got, want, rtol=1e-6 if dtype is np.float32 else 1e-14)
     # traces: f64 (n, 2) + (4,); f32 (n, 2) + (4,); f64 (n, 3) + (4,); f64 (n, 2) + (5,)
     assert f.cache_info()["traces"] == 4
+
+
+def test_the_dispatch_table_runs_a_call_only_outside_a_trace_of_its_own_thread():
+    # The fast path skips the thread-local trace stack while no thread traces
+    # (core.trace.STAGING); a call made while tracing, on that thread, is inlined into the
+    # trace, and a call on another thread meanwhile runs.
+    import threading
+
+    g = qjit(lambda x: x * 2.0 + 1.0)
+    x = np.arange(3.0)
+    np.testing.assert_array_equal(g(x), x * 2.0 + 1.0)   # its plan is in the table now
+    runs = lambda: sum(g.cache_info()[k] for k in ("exact_runs", "padded_runs", "eager_runs", "host_runs"))  # noqa: E731
+    before = runs()
+    inside, release, seen = threading.Event(), threading.Event(), []
+
+    @qjit
+    def f(y):
+        z = g(x)   # concrete arguments, inside f's trace: inlined, not run
+        seen.append(type(z).__name__)
+        inside.set()
+        release.wait(10)
+        return y + z
+
+    tracer = threading.Thread(target=lambda: seen.append(f(np.ones(3))))
+    tracer.start()
+    try:
+        assert inside.wait(10)
+        assert runs() == before   # f's call of g was traced
+        out = g(x)                 # this thread traces nothing: the call runs
+        assert type(out) is np.ndarray and runs() == before + 1
+        np.testing.assert_array_equal(out, x * 2.0 + 1.0)
+    finally:
+        release.set()
+        tracer.join(10)
+    assert seen[0] != "ndarray"
+    np.testing.assert_array_equal(seen[1], 1.0 + x * 2.0 + 1.0)
+    np.testing.assert_array_equal(g(x), x * 2.0 + 1.0)
+    assert runs() == before + 2

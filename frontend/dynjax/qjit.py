@@ -28,7 +28,7 @@ import numpy as np
 from .core import pytree
 from .core.avals import same_dim
 from .core.errors import api_boundary, name_user_line, user_error, user_stacklevel
-from .core.trace import EVAL_TRACE, Tracer, is_tracing, thread_state, typeof
+from .core.trace import EVAL_TRACE, STAGING, Tracer, is_tracing, thread_state, typeof
 from .execution import compile_log, explain
 from .execution.host_tier import HostProgram
 from .execution.lru import BoundedCache, check_cache_size, default_cache_size
@@ -341,7 +341,7 @@ class QJIT:
                 plan = self._fast_hit(key)
                 if plan.__class__ is _ByValue:
                     plan = self._fast.get((_ByValue, key, tuple([int(args[i]) for i in plan.positions])))
-                if plan is not None and thread_state.dynamic[-1] is EVAL_TRACE:   # not tracing
+                if plan is not None and (STAGING[0] == 0 or thread_state.dynamic[-1] is EVAL_TRACE):   # not tracing
                     entry, exe, runtime, explicit, single, exact = plan
                     self.calls += 1
                     self._last = entry

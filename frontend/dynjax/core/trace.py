@@ -115,6 +115,14 @@ def is_tracing() -> bool:
 thread_state = _state
 EVAL_TRACE = _eval_trace
 
+#: ``[k]``: the staging scopes open on all threads together. The dispatch table's fast path
+#: reads it first (``STAGING[0] == 0``: no thread traces, so neither does this one) and the
+#: thread-local stack only when some thread traces: reading a ``threading.local`` costs
+#: ~0.15 us, a tenth of a call. Read without the lock: a thread sees its own scopes, and
+#: another thread's count only decides whether the exact check runs.
+STAGING = [0]
+_staging_lock = threading.Lock()
+
 
 def next_level() -> int:
     return len(_state.stack)
@@ -127,6 +135,8 @@ def new_trace(trace: Trace, dynamic: bool = False):
     state = _state
     state.stack.append(trace)
     if dynamic:
+        with _staging_lock:
+            STAGING[0] += 1
         state.dynamic.append(trace)
     try:
         yield trace
@@ -134,6 +144,8 @@ def new_trace(trace: Trace, dynamic: bool = False):
         trace.active = False
         if dynamic:
             state.dynamic.pop()
+            with _staging_lock:
+                STAGING[0] -= 1
         state.stack.pop()
 
 
