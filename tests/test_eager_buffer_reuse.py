@@ -4,7 +4,6 @@ argument, constant, returned value or viewed array is ever written, and a chain 
 elementwise operations holds one buffer instead of one per operation."""
 from __future__ import annotations
 
-import threading
 import tracemalloc
 
 import numpy as np
@@ -15,6 +14,7 @@ import dynjax.numpy as jnp
 from dynjax import lax
 from dynjax.core.interpret import eval_jaxpr
 from dynjax.core.primitive import impl_into_rules, impl_rules
+from helpers import in_threads
 
 _SPECIAL = [0.0, -0.0, 1.0, -1.5, 0.5, 2.0, 1e30, -1e30, np.inf, -np.inf, np.nan, 1e-310, 3.0, -7.25]
 _DTYPES = ["float16", "float32", "float64", "complex64", "complex128", "int8", "int32", "int64",
@@ -205,20 +205,13 @@ def test_threads_evaluating_one_jaxpr_at_once():
     results, errors = {}, []
 
     def work(k):
-        try:
-            x = np.full(200_000, k / 7.0)
-            for _ in range(20):
-                (out,) = eval_jaxpr(closed.jaxpr, closed.consts, x)
-                if not np.array_equal(out, np.exp(np.sin(x) + 1.0) * 0.5):
-                    errors.append(k)
-            results[k] = True
-        except Exception as e:   # pragma: no cover - reported below
-            errors.append(e)
-    threads = [threading.Thread(target=work, args=(k,)) for k in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+        x = np.full(200_000, k / 7.0)
+        for _ in range(20):
+            (out,) = eval_jaxpr(closed.jaxpr, closed.consts, x)
+            if not np.array_equal(out, np.exp(np.sin(x) + 1.0) * 0.5):
+                errors.append(k)
+        results[k] = True
+    in_threads(work, range(4))
     assert not errors and len(results) == 4
 
 

@@ -105,23 +105,25 @@ def current_trace() -> Trace:
     return _state.dynamic[-1]
 
 
+#: ``[k]``: the staging scopes open on all threads together. ``is_tracing`` and the dispatch
+#: table's fast path read it first (``STAGING[0] == 0``: no thread traces, so neither does
+#: this one) and the thread-local stack only when some thread traces: reading a
+#: ``threading.local`` costs ~0.15 us, a tenth of a call. Read without the lock: a thread
+#: sees its own scopes, and another thread's count only decides whether the exact check runs.
+STAGING = [0]
+_staging_lock = threading.Lock()
+
+
 def is_tracing() -> bool:
     """Whether this thread is inside a staging scope (a jaxpr is being recorded)."""
-    return _state.dynamic[-1] is not _eval_trace
+    return STAGING[0] != 0 and _state.dynamic[-1] is not _eval_trace
 
 
 #: ``is_tracing()`` spelled out without a call, for the dispatch table's fast path (a call of
-#: ~1 us, of which a Python frame is ~5%): ``thread_state.dynamic[-1] is not EVAL_TRACE``
+#: ~1 us, of which a Python frame is ~5%): ``STAGING[0] != 0 and thread_state.dynamic[-1] is
+#: not EVAL_TRACE``
 thread_state = _state
 EVAL_TRACE = _eval_trace
-
-#: ``[k]``: the staging scopes open on all threads together. The dispatch table's fast path
-#: reads it first (``STAGING[0] == 0``: no thread traces, so neither does this one) and the
-#: thread-local stack only when some thread traces: reading a ``threading.local`` costs
-#: ~0.15 us, a tenth of a call. Read without the lock: a thread sees its own scopes, and
-#: another thread's count only decides whether the exact check runs.
-STAGING = [0]
-_staging_lock = threading.Lock()
 
 
 def next_level() -> int:
