@@ -1,8 +1,11 @@
 """Division by a literal scalar, compiled: numpy's correctly rounded quotient, bit for bit.
 
 The divisor goes through an optimization barrier, so that XLA cannot turn the division into
-a multiplication by a rounded reciprocal; checked for powers of two and other divisors at the
-extremes of each float dtype: quotients near the smallest normal number, overflow,
+a multiplication by a rounded reciprocal -- except a power of two whose reciprocal is a
+normal number of the dtype, where that multiplication is exact and the barrier is left out
+(``lit_tests/mlir/division_by_literals.py`` checks which). Checked for powers of two on both
+sides of that line (``2**127``: its reciprocal is subnormal in float32 and bfloat16, normal
+in float64) and other divisors at the extremes of each float dtype: quotients near the smallest normal number, overflow,
 infinities, NaN and signed zeros. XLA:CPU flushes subnormals to zero (see
 ``test_eager_vs_compiled.test_xla_flushes_subnormals``): operands are normal, and a subnormal
 quotient is compared as a zero of its sign (float16 keeps them: it is computed in float32)."""
@@ -13,7 +16,7 @@ import pytest
 import dynjax
 
 DTYPES = [np.float64, np.float32, np.float16, ml_dtypes.bfloat16]
-POWERS = [8.0, 0.25, -2.0, 2.0 ** 20, 2.0 ** -20, 1.0, -1.0]
+POWERS = [8.0, 0.25, -2.0, 2.0 ** 20, 2.0 ** -20, 1.0, -1.0, 2.0 ** 127, -(2.0 ** -126)]
 OTHERS = [3.0, -10.0, 0.1]
 
 

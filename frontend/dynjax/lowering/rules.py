@@ -16,8 +16,9 @@ from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import chlo
 from jaxlib.mlir.dialects import stablehlo as hlo
 
-from ..core.avals import (is_complex_dtype, is_float_dtype, is_integer_dtype, is_unsigned_dtype,
+from ..core.avals import (finfo, is_complex_dtype, is_float_dtype, is_integer_dtype, is_unsigned_dtype,
                           real_dtype)
+from ..core.jaxpr import Literal
 from ..lax import primitives as P
 from ..lax.effects import debug_callback_p
 from .context import LoweringContext, is_static, tensor_type
@@ -372,12 +373,30 @@ def _div_rule(ctx, eqn, x, y):
     """``x / y``. A broadcast scalar divisor goes through an optimization barrier: XLA would
     otherwise turn ``x / broadcast(c)`` into ``x * broadcast(1 / c)``, a multiplication by a
     rounded reciprocal, which is not numpy's (nor the eager impl's) correctly rounded
-    quotient. The barrier costs one materialized broadcast of the divisor."""
+    quotient. The barrier costs one materialized broadcast of the divisor, so it is left out
+    where the rewrite is exact: a literal divisor whose reciprocal is exact
+    (``_exact_reciprocal``), such as attention's ``/ 8.0``."""
     scalar_divisor = ir.RankedTensorType(y.type).rank == 0
     x, y = _bcast_args(ctx, eqn, x, y)
-    if scalar_divisor and not is_integer_dtype(_in(eqn).dtype):
+    if scalar_divisor and not is_integer_dtype(_in(eqn).dtype) and not _exact_reciprocal(eqn):
         y = hlo.OptimizationBarrierOp([y]).results[0]
     return _div(ctx, eqn, x, y)
+
+
+def _exact_reciprocal(eqn) -> bool:
+    """Whether ``eqn``'s divisor is a literal ``±2**k`` of a real float dtype whose reciprocal
+    ``±2**-k`` is a normal number of that dtype. Then ``x * (1 / c)`` and ``x / c`` are the
+    correctly rounded values of one real number, equal bit for bit for every ``x`` (zeros,
+    subnormal results, infinities and NaN included)."""
+    divisor = eqn.invars[1]
+    dtype = _in(eqn).dtype
+    if not isinstance(divisor, Literal) or not is_float_dtype(dtype) or is_complex_dtype(dtype):
+        return False
+    c = float(np.asarray(divisor.val, np.float64))
+    if not np.isfinite(c) or c == 0.0 or np.frexp(c)[0] not in (0.5, -0.5):
+        return False
+    info = finfo(dtype)
+    return float(info.tiny) <= abs(1.0 / c) <= float(info.max) and float(np.asarray(c, dtype)) == c
 
 
 def _rem(ctx, eqn, x, y):
