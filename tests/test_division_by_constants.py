@@ -6,9 +6,10 @@ normal number of the dtype, where that multiplication is exact and the barrier i
 (``lit_tests/mlir/division_by_literals.py`` checks which). Checked for powers of two on both
 sides of that line (``2**127``: its reciprocal is subnormal in float32 and bfloat16, normal
 in float64) and other divisors at the extremes of each float dtype: quotients near the
-smallest normal number, overflow, infinities, NaN and signed zeros. XLA:CPU flushes subnormals to zero (see
-``test_eager_vs_compiled.test_xla_flushes_subnormals``): operands are normal, and a subnormal
-quotient is compared as a zero of its sign (float16 keeps them: it is computed in float32)."""
+smallest normal number, overflow, infinities, NaN and signed zeros. XLA:CPU flushes
+subnormals to zero (see ``test_eager_vs_compiled.test_xla_flushes_subnormals``): operands
+are normal, and a subnormal quotient is compared as a zero of its sign (float16 keeps them:
+it is computed in float32)."""
 import ml_dtypes
 import numpy as np
 import pytest
