@@ -213,3 +213,50 @@ def test_numpy_float64_scalars_are_strongly_typed_whatever_the_call_order():
             out = f(x, s)
             assert out.dtype == want, (s, out.dtype)
             np.testing.assert_array_equal(out, np.full(2, 2.0))
+
+
+@pytest.mark.usefixtures("exact_tier")
+def test_one_array_calls_take_the_memo_only_for_their_own_shape_and_dtype():
+    """A call with one array remembers its plan in the table's memo (``BoundedCache.memo``):
+    the next call with the same shape and dtype object skips hashing a key. Any other shape,
+    an equal shape of another dtype, a byte-swapped dtype or a scalar takes the table."""
+    from dynjax.execution.lru import NO_MEMO
+    f = qjit(lambda x: x * 3 + 1)
+    calls = [np.arange(4.0), np.arange(5.0), np.arange(4.0), np.arange(4, dtype=np.float32),
+             np.arange(4.0).astype(">f8"), np.arange(4.0), np.array(2.0), np.array(2.5),
+             np.arange(4.0).reshape(2, 2), np.arange(4.0)[::2], np.arange(4.0)]
+    for _ in range(2):
+        for x in calls:
+            out = f(x)
+            want = x * 3 + 1
+            assert out.dtype == want.dtype.newbyteorder("=") and out.shape == want.shape
+            np.testing.assert_array_equal(out, want)
+    memo = f._fast.memo
+    assert memo is not NO_MEMO and memo[0] == (4,) and memo[1] is np.dtype(np.float64)
+    _no_slow_path(f)
+    np.testing.assert_array_equal(f(np.ones(4)), np.full(4, 4.0))
+
+
+@pytest.mark.usefixtures("exact_tier")
+def test_the_memo_is_emptied_when_the_table_changes():
+    from dynjax.execution.lru import NO_MEMO
+    f = qjit(lambda x: x + 1)
+    x = np.arange(3.0)
+    f(x), f(x)
+    assert f._fast.memo[2] is f._fast.peek(((x.shape, x.dtype),))
+    f._fast.put(("another key",), None)   # any change: a new plan, an eviction
+    assert f._fast.memo is NO_MEMO
+    np.testing.assert_array_equal(f(x), x + 1)
+    assert f._fast.memo is not NO_MEMO
+
+    # a change between the lookup and the memo's update (another thread's) empties it too
+    lookup = f._fast_hit
+
+    def changing_lookup(key):
+        plan = lookup(key)
+        f._fast.put(("yet another key",), None)
+        return plan
+    f._fast.memo = NO_MEMO
+    f._fast_hit = changing_lookup
+    np.testing.assert_array_equal(f(x), x + 1)
+    assert f._fast.memo is NO_MEMO

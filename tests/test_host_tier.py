@@ -457,3 +457,70 @@ def test_float_scalars_are_computed_by_operators_as_the_ufuncs_compute_them(dtyp
     for args in [(np.ones(3, dtype), np.ones(3, dtype)), (np.int32(2), np.int32(3))]:
         g(*args)
         assert " + " not in g._last.program.single.last_executable.source
+
+
+def _signalling_nan(shape):
+    return np.full(shape, np.frombuffer(np.uint64(0x7FF4000000000000).tobytes(), np.float64)[0])
+
+
+@pytest.mark.parametrize("shape", [(), (10,)])
+def test_a_signalling_nan_gives_no_warning_and_the_callers_error_state_stays(shape):
+    """numpy warns about arithmetic on a signalling NaN ("invalid value"); XLA never does,
+    and neither does a host program, on its fast form (a prepared context) or its plain one."""
+    f = dynjax.qjit(lambda x: x + 1.0)
+    x = _signalling_nan(shape)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.warns(RuntimeWarning):   # (numpy does warn)
+            x + 1.0
+        with np.errstate(all="raise"):
+            for _ in range(3):
+                assert np.isnan(f(x)).all()
+            assert np.geterr()["invalid"] == "raise"
+    assert np.geterr() == np.seterr()
+    assert f.cache_info()["host_runs"] == 3
+
+
+def test_the_fast_form_runs_the_plain_one_when_its_context_is_in_use():
+    """A host program's ``fast`` form enters a context of its own, which one thread at a time
+    may be in: a call made while it is entered (from another thread, or as here from inside
+    it) runs the program's plain form, with the same results and still without warnings."""
+    f = dynjax.qjit(lambda x: x * 2.0 - 1.0)
+    x = np.arange(5.0)
+    for _ in range(2):   # (the second call finds the plan in the table and keeps it as its memo)
+        np.testing.assert_array_equal(f(x), x * 2.0 - 1.0)
+    program = f._fast.memo[2][1]
+    assert isinstance(program, host_tier.HostProgram) and program.fast is not program.run
+    context = program.fast.func.__self__
+    with pytest.raises(RuntimeError, match="already entered"):
+        context.run(program.fast, x)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        inside = context.run(lambda: [f(x), f(_signalling_nan(5))])
+    np.testing.assert_array_equal(inside[0], x * 2.0 - 1.0)
+    assert np.isnan(inside[1]).all()
+    assert f.cache_info()["host_runs"] == 4
+
+
+def test_programs_with_impl_rule_steps_run_in_the_callers_context():
+    """Only a program of direct numpy calls runs inside a context of its own: an impl rule is
+    any Python code, and sees the caller's context variables (here a primitive of
+    ``dynjax.extend`` whose impl reads one)."""
+    import contextvars
+    from dynjax import extend as ext
+    scale = contextvars.ContextVar("scale", default=1.0)
+    scaled_p = ext.Primitive("scaled_by_a_context_variable")
+    ext.def_impl(scaled_p, lambda x: x * scale.get())
+    ext.def_abstract_eval(scaled_p, lambda x: ext.make_aval(x.aval.shape, x.aval.dtype))
+    ext.def_lowering(scaled_p, lambda ctx, eqn, x: x)   # (not used: the host runs it)
+    f = dynjax.qjit(lambda x: scaled_p.bind(x) + 1.0)
+    x = np.arange(4.0)
+    for factor in (2.0, 3.0, 3.0, 5.0):
+        token = scale.set(factor)
+        try:
+            np.testing.assert_array_equal(f(x), x * factor + 1.0)
+        finally:
+            scale.reset(token)
+    program = f._fast.memo[2][1]
+    assert isinstance(program, host_tier.HostProgram) and program.fast is program.run
+    assert f.cache_info()["host_runs"] == 4 and f.cache_info()["compilations"] == 0

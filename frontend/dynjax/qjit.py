@@ -31,7 +31,7 @@ from .core.errors import api_boundary, name_user_line, user_error, user_stacklev
 from .core.trace import EVAL_TRACE, STAGING, Tracer, is_tracing, thread_state, typeof
 from .execution import compile_log, explain
 from .execution.host_tier import HostProgram
-from .execution.lru import BoundedCache, check_cache_size, default_cache_size
+from .execution.lru import NO_MEMO, BoundedCache, check_cache_size, default_cache_size
 from .execution.calls import ProgramCall, coerce_leaf, describe_input_fn, entry_arguments, run_entry
 from .execution.masked_reductions import rewrite_masked_reductions
 from .execution.program import Program, Stats
@@ -79,10 +79,15 @@ class _ByValue:
     """A dispatch-table entry for argument types whose executable bakes in integer arguments:
     the plans are in the same table under ``(_ByValue, key, values of the arguments at
     positions)``, so that the table stays bounded by ``cache_size`` as a whole."""
-    __slots__ = ("positions",)
+    __slots__ = ("types", "positions")
 
-    def __init__(self, positions):
-        self.positions = positions
+    def __init__(self, types, positions):
+        self.types = types           # the first-level key: the arguments' types
+        self.positions = positions   # the positions of the integers baked in
+
+    def key(self, args) -> tuple:
+        """The table's key of the plan for these arguments' values."""
+        return (_ByValue, self.types, tuple([int(args[i]) for i in self.positions]))
 
 
 def _has_tracer(args, kwargs) -> bool:
@@ -328,32 +333,41 @@ class QJIT:
         # Fast path: positional arguments seen before, whose trace is one executable: look it
         # up and run it, nothing else. The keys hold what the executable bakes in. (Spelled
         # out for one and two arguments, and a hit does not refresh the plan's recency: each
-        # saves a Python frame of the ~1 us this layer adds to a call.)
+        # saves a Python frame of the ~1 us this layer adds to a call. One array argument of
+        # the latest such call's shape and dtype takes its plan from the table's memo, without
+        # hashing a key.)
         try:
             if not kwargs:
-                if len(args) == 1:
+                if len(args) == 1 and args[0].__class__ is np.ndarray:
                     a = args[0]
-                    key = ((a.shape, a.dtype),) if a.__class__ is np.ndarray else (_fast_leaf_key(a),)
-                elif len(args) == 2:
-                    key = (_fast_leaf_key(args[0]), _fast_leaf_key(args[1]))
+                    memo = self._fast.memo
+                    plan = memo[2] if a.shape == memo[0] and a.dtype is memo[1] else self._one_array_plan(a)
                 else:
-                    key = tuple([_fast_leaf_key(a) for a in args])
-                plan = self._fast_hit(key)
-                if plan.__class__ is _ByValue:
-                    plan = self._fast.get((_ByValue, key, tuple([int(args[i]) for i in plan.positions])))
+                    if len(args) == 1:
+                        plan = self._fast_hit((_fast_leaf_key(args[0]),))
+                    elif len(args) == 2:
+                        plan = self._fast_hit((_fast_leaf_key(args[0]), _fast_leaf_key(args[1])))
+                    else:
+                        plan = self._fast_hit(tuple([_fast_leaf_key(a) for a in args]))
+                    if plan.__class__ is _ByValue:
+                        plan = self._fast.get(plan.key(args))
                 if plan is not None and (STAGING[0] == 0 or thread_state.dynamic[-1] is EVAL_TRACE):   # not tracing
                     entry, exe, runtime, explicit, single, exact = plan
                     self.calls += 1
                     self._last = entry
+                    inputs = args if runtime is None else [args[i] for i in runtime]
                     if exact == 3:   # the host tier's program: its function, called directly
                         self.stats.host_runs += 1
-                        outs = exe.run(*(args if runtime is None else [args[i] for i in runtime]))
+                        try:
+                            outs = exe.fast(*inputs)
+                        except RuntimeError:   # its context is in use (HostProgram)
+                            outs = exe.run(*inputs)
                     else:
                         if exact:
                             self.stats.exact_runs += 1
                             if exact == 2:   # an exact executable made for a recurring size
                                 self.stats.exact_calls_served += 1
-                        outs = exe.call_exact(args if runtime is None else [args[i] for i in runtime])
+                        outs = exe.call_exact(inputs)
                     if single is not None:
                         return outs[single]
                     return pytree.tree_unflatten(entry.traced.out_tree, [outs[i] for i in explicit])
@@ -361,6 +375,20 @@ class QJIT:
         except Exception as e:
             # a Python int beyond its dtype, met by a direct plan: the first call's error
             raise user_error((not kwargs and self._out_of_range(args)) or e)
+
+    def _one_array_plan(self, a):
+        """The dispatch table's plan for one array argument, or None; a plan found at the
+        arguments' types alone is kept as the table's memo."""
+        fast = self._fast
+        generation = fast.generation
+        plan = self._fast_hit(((a.shape, a.dtype),))
+        if plan.__class__ is _ByValue:
+            return fast.get(plan.key((a,)))
+        if plan is not None:
+            fast.memo = (a.shape, a.dtype, plan)
+            if fast.generation != generation:   # the table changed meanwhile
+                fast.memo = NO_MEMO
+        return plan
 
     def _out_of_range(self, args):
         """The error naming the first integer argument that does not fit its traced dtype
@@ -387,10 +415,9 @@ class QJIT:
         """The dispatch table's plan for these positional arguments, or None (as looked up by
         ``__call__``): the table is keyed by ``_fast_leaf_key``, then, where the executable
         bakes in integer arguments, by their values."""
-        key = tuple([_fast_leaf_key(a) for a in args])
-        plan = self._fast.get(key)
+        plan = self._fast.get(tuple([_fast_leaf_key(a) for a in args]))
         if plan.__class__ is _ByValue:
-            plan = self._fast.get((_ByValue, key, tuple([int(args[i]) for i in plan.positions])))
+            plan = self._fast.get(plan.key(args))
         return plan
 
     def _call(self, *args, **kwargs):
@@ -534,8 +561,9 @@ class QJIT:
             return
         node = self._fast.get(keys)
         if node.__class__ is not _ByValue or node.positions != by_value:
-            self._fast.put(keys, _ByValue(by_value))
-        self._fast.put((_ByValue, keys, tuple([int(args[i]) for i in by_value])), plan)
+            node = _ByValue(keys, by_value)
+            self._fast.put(keys, node)
+        self._fast.put(node.key(args), plan)
 
     def _lists_as_arrays(self, args):
         """Lists of numbers named by abstracted_axes are arrays (see named_lists_as_arrays)."""

@@ -281,3 +281,16 @@ def test_a_fork_while_the_cache_evictor_scans(parent_compiled, tmp_path, monkeyp
         release.set()
     assert idle and evicted >= 1 and size <= cache.disk_cache_max_bytes()
     assert cache.wait_for_eviction(CHILD_TIMEOUT)
+
+
+def test_a_child_takes_no_executable_of_the_parent_from_the_dispatch_memo(monkeypatch):
+    """A call with one array keeps its plan, which may hold the executable itself, in the
+    dispatch table's memo: the child empties it with the table, and compiles its own."""
+    monkeypatch.setenv("DYNJAX_TIERS", "exact")   # (a plan holding the executable)
+    monkeypatch.setenv("DYNJAX_DISABLE_DISK_CACHE", "1")
+    f = qjit(lambda x: jnp.tanh(x) * 2)
+    x = np.linspace(0, 1, 7)
+    for _ in range(2):
+        np.testing.assert_allclose(f(x), np.tanh(x) * 2, rtol=1e-15)
+    assert f._fast.memo[0] == (7,) and isinstance(f._fast.memo[2][1], runtime.Executable)
+    np.testing.assert_allclose(_raw_fork(lambda: f(x).tolist()), np.tanh(x) * 2, rtol=1e-15)

@@ -64,6 +64,12 @@ class BoundedCache:
         #: ``peek(key, default=None)``: the cached value without refreshing its recency (the
         #: dict's own ``get``: for lookups on a hot call path; ``get`` keeps the LRU order)
         self.peek = self._data.get
+        #: a shortcut its owner may keep to one value (``qjit``: the latest one-array call's
+        #: plan, as ``(shape, dtype, plan)``); emptied (``NO_MEMO``) whenever the mapping
+        #: changes, after the change. An owner that sets it reads ``generation`` before its
+        #: lookup and empties the memo again if the generation moved by the time it is set.
+        self.memo = NO_MEMO
+        self.generation = 0
         self._fills: Dict[Hashable, _Fill] = {}
         self._lock = threading.Lock()
         self.evictions = 0
@@ -106,6 +112,11 @@ class BoundedCache:
         while len(data) > self.maxsize:
             data.popitem(last=False)
             self.evictions += 1
+        self._changed()
+
+    def _changed(self):
+        self.generation += 1
+        self.memo = NO_MEMO
 
     def get_or_fill(self, key, make: Callable[[], Any]):
         """The value for ``key``, computed by ``make()`` once however many threads ask."""
@@ -147,6 +158,8 @@ class BoundedCache:
 
 
 _MISSING = object()
+#: the empty memo: matches no array (no shape equals None)
+NO_MEMO = (None, None, None)
 _caches: "weakref.WeakSet[BoundedCache]" = weakref.WeakSet()
 
 
@@ -161,3 +174,4 @@ def _after_fork_in_child() -> None:
         cache._fills = {}
         if cache.executables:
             cache._data.clear()
+            cache._changed()
