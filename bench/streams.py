@@ -17,7 +17,9 @@ Peers: ``jax.jit`` (a retrace and compile per new size; for ``mask`` the ``where
 ``grow`` a fixed buffer of the largest size), ``jax.jit`` with the inputs padded by hand to the
 next power of two plus a mask, ``torch.compile(dynamic=True)`` where torch is installed, and
 numpy. Printed per stream and framework: the total, the first call, calls 2..N, the p90 and max
-of calls 6..N (seconds), and dynjax's compile counts. Every result is checked against numpy.
+of calls 6..N (seconds), the largest ratio of a call 6..N to the steady-state time at its size
+(the best of ``STEADY_ROUNDS`` calls at each size after the stream), and dynjax's compile
+counts. Every result is checked against numpy.
 
 ``--compile`` adds the compile-time scaling: K = 10, 100, 300 chained elementwise steps, the
 time XLA takes to compile dynjax's specialized module against jax's module of the same program
@@ -286,30 +288,49 @@ def run_stream(name, calls, top, seed=0, alone=False):
                 call(fw, k)
     info = fws["dynjax"].cache_info() if hasattr(fws["dynjax"], "cache_info") else {}
     tiers.wait_for_background()
-    return sizes, times, info
+    # each size's steady-state time: the stream's sizes again, STEADY_ROUNDS times, the best
+    # of each framework's calls at a size (dynjax's exact executable of a size that recurs)
+    steady = {k: [np.inf] * len(inputs) for k in fws}
+    for _ in range(STEADY_ROUNDS):
+        for k in range(len(inputs)):
+            for fw in fws:
+                t = pc()
+                fws[fw](*inputs[k])
+                steady[fw][k] = min(steady[fw][k], pc() - t)
+        tiers.wait_for_background()
+    return sizes, times, info, steady
 
 
-def summarize(times):
+#: how many times each size runs again for its steady-state time
+STEADY_ROUNDS = 4
+
+
+def summarize(times, steady):
     ts = np.asarray(times)
-    rest = ts[5:] if len(ts) > 5 else ts
+    skip = 5 if len(ts) > 5 else 0
+    rest = ts[skip:]
+    slowdown = rest / np.asarray(steady)[skip:]
     return {"total": ts.sum(), "first": ts[0], "2..N": ts[1:].sum(),
-            "p90 6..N": float(np.percentile(rest, 90)), "max 6..N": rest.max()}
+            "p90 6..N": float(np.percentile(rest, 90)), "max 6..N": rest.max(),
+            "worst / steady": slowdown.max(), "worst at": skip + int(np.argmax(slowdown))}
 
 
 def fmt(s: float) -> str:
     return f"{s * 1e3:.1f} ms" if s < 1 else f"{s:.2f} s"
 
 
-def print_stream(name, sizes, times, info):
+def print_stream(name, sizes, times, info, steady):
     print(f"\n### {name} ({len(sizes)} sizes in {sizes.min()}..{sizes.max()})\n")
-    print("| framework | total | first | calls 2..N | p90 6..N | max 6..N | total / jax padded |")
-    print("|---|---:|---:|---:|---:|---:|---:|")
-    rows = {fw: summarize(ts) for fw, ts in times.items()}
+    print("| framework | total | first | calls 2..N | p90 6..N | max 6..N | worst 6..N / steady at its size | total / jax padded |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    rows = {fw: summarize(ts, steady[fw]) for fw, ts in times.items()}
     ref = rows.get("jax padded", {}).get("total")
     for fw, r in rows.items():
         ratio = f"{r['total'] / ref:.2f}x" if ref else "—"
+        k = r["worst at"]
         print(f"| {fw} | {fmt(r['total'])} | {fmt(r['first'])} | {fmt(r['2..N'])} | "
-              f"{fmt(r['p90 6..N'])} | {fmt(r['max 6..N'])} | {ratio} |")
+              f"{fmt(r['p90 6..N'])} | {fmt(r['max 6..N'])} | {r['worst / steady']:.1f}x "
+              f"(call {k + 1}, n = {sizes[k]}: {fmt(times[fw][k])} / {fmt(steady[fw][k])}) | {ratio} |")
     keys = ("traces", "compilations", "padded_compilations", "background_compilations",
             "exact_runs", "padded_runs", "eager_runs", "host_steps")
     print("\ndynjax: " + ", ".join(f"{k} {info[k]}" for k in keys if k in info))
@@ -369,8 +390,8 @@ def main(argv=None):
     if args.alone:
         print("each framework's stream alone, one framework after another")
     for name in args.only or STREAMS:
-        sizes, times, info = run_stream(name, args.calls, args.top, alone=args.alone)
-        print_stream(name, sizes, times, info)
+        sizes, times, info, steady = run_stream(name, args.calls, args.top, alone=args.alone)
+        print_stream(name, sizes, times, info, steady)
     if args.compile:
         compile_scaling()
     with open("/proc/loadavg") as fh:

@@ -4,7 +4,10 @@
 
 Programs of a few to a thousand elements, called again and again at one size. Per program
 and framework: the median time per call (of ``--rounds`` rounds, the frameworks interleaved
-in each), and the ratios to numpy. Columns: dynjax as a user gets it (the host tier serves
+in each), and the ratios to numpy. Then the same kinds of programs at a new size at every
+call (``--new-sizes`` distinct sizes in 2..300 in a random order, dynjax with the leading
+axis abstracted): the mean time per call of dynjax, numpy and torch (eager), each size's
+first call included. Columns: dynjax as a user gets it (the host tier serves
 what it times below its budget), dynjax with ``DYNJAX_HOST_TIER=off`` (XLA), ``jax.jit``,
 ``torch.compile`` (``dynamic=False``; where torch is installed) and numpy. Every result is
 checked against numpy. "tier" says which tier dynjax used (host or XLA).
@@ -66,6 +69,48 @@ PROGRAMS = [
 ]
 
 
+# name, function of a numpy-like module, arguments at size n, torch function
+NEW_SIZES = [
+    ("x + 1.0", lambda m, x: x + 1.0, lambda n: [np.linspace(0, 1, n)], lambda x: x + 1.0),
+    ("sum(sin(x) * 2)", lambda m, x: m.sum(m.sin(x) * 2.0), lambda n: [np.linspace(0, 1, n)],
+     lambda x: torch.sum(torch.sin(x) * 2.0)),
+    ("tanh(x @ W1) @ W2, n x 4", lambda m, x, w1, w2: m.tanh(x @ w1) @ w2,
+     lambda n: [np.linspace(-1, 1, 4 * n).reshape(n, 4), np.ones((4, 16)) * 0.2, np.ones((16, 2))],
+     lambda x, w1, w2: torch.tanh(x @ w1) @ w2),
+    ("softmax, n x 3", _softmax, lambda n: [np.linspace(-1, 1, 3 * n).reshape(n, 3)], _torch_softmax),
+]
+
+
+def new_sizes(count: int):
+    """The mean time per call at a new size every call (see the module docstring)."""
+    sizes = np.random.default_rng(0).permutation(np.arange(2, 301))[:count]
+    print(f"\n{count} calls at distinct sizes in 2..300 (the first call at each size):\n")
+    print("| program | dynjax | numpy | " + ("torch | " if torch is not None else "") + "dynjax / numpy | dynjax runs |")
+    print("|---|---:|---:|" + ("---:|" if torch is not None else "") + "---:|---|")
+    for name, fn, make, torch_fn in NEW_SIZES:
+        inputs = [make(int(n)) for n in sizes]
+        nargs = len(inputs[0])
+        f = dynjax.qjit(lambda *a, _f=fn: _f(dnp, *a), abstracted_axes=({0: "n"},) + (None,) * (nargs - 1))
+        peers = {"dynjax": f, "numpy": functools.partial(fn, np)}
+        if torch is not None:
+            peers["torch"] = lambda *a, _t=torch_fn: _t(*[torch.from_numpy(x) for x in a])
+        total = {k: 0.0 for k in peers}
+        for args in inputs:
+            want = fn(np, *args)
+            for label, g in peers.items():
+                start = time.perf_counter()
+                got = g(*args)
+                total[label] += time.perf_counter() - start
+                np.testing.assert_allclose(np.asarray(got), want, rtol=1e-13, atol=1e-14, err_msg=f"{name}: {label}")
+        mean = {k: v / len(inputs) for k, v in total.items()}
+        info = f.cache_info()
+        runs = (f"{info['host_programs']} host programs built, {info['host_reuses']} sizes served by one "
+                f"of them, {info['compilations'] + info['padded_compilations']} compiles")
+        print(f"| {name} | {mean['dynjax'] * 1e6:.1f} µs | {mean['numpy'] * 1e6:.1f} µs | "
+              + (f"{mean['torch'] * 1e6:.1f} µs | " if torch is not None else "")
+              + f"{mean['dynjax'] / mean['numpy']:.1f}x | {runs} |")
+
+
 def _time(fn, args, number):
     start = time.perf_counter()
     for _ in range(number):
@@ -77,6 +122,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--number", type=int, default=2000, help="calls per round and framework")
+    parser.add_argument("--new-sizes", type=int, default=200, help="calls at distinct sizes (0: none)")
     opts = parser.parse_args()
     rows = []
     for name, fn, args, torch_fn in PROGRAMS:
@@ -112,6 +158,8 @@ def main():
         cells = [f"{t[k] * 1e6:.2f} µs" if k in t else "—" for k in labels]
         print(f"| {name} | {tier} | " + " | ".join(cells) +
               f" | {t['dynjax'] / t['numpy']:.2f}x | {t['dynjax'] / t['jax.jit']:.2f}x |")
+    if opts.new_sizes:
+        new_sizes(opts.new_sizes)
     print(f"\npython {sys.version.split()[0]}, numpy {np.__version__}, jax {jax.__version__}"
           + (f", torch {torch.__version__}" if torch is not None else "")
           + f", {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f}")

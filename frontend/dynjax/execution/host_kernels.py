@@ -9,9 +9,20 @@ operands included) and returns what the impl rule returns for operands of these 
 shapes (and these values, for the known ones); ``fresh`` says its result is a new array (not
 a view of an operand), so that a program result needs no copy, and ``broadcasting`` that it
 is a numpy ufunc (see ``host_tier._lazy_views``).
+
+**Other sizes** (``host_tier``'s reuse of a program at sizes it was not built at). A kernel
+says how far it holds beyond the shapes it was chosen at, as ``reach(kernel)``: ``ANY``, it
+computes from its operands whatever their shapes (numpy's ufuncs, reductions over given
+axes, transposes); ``STATIC``, it bakes in recorded shapes, so it holds only where its
+equation's shapes are all static, unless it carries ``kernel.anywhere``, a form that
+computes those shapes from its operands (a reshape with ``-1``, a product's shapes taken
+from its operands); None for an impl rule (it computes everything at each call, from the
+operands it is given). ``kernel.reads``: how many leading operands it reads, where it ignores
+the size operands after them (a broadcast, a reshape, a concatenation).
 """
 from __future__ import annotations
 
+import math
 import threading
 from typing import Callable, Dict, List
 
@@ -30,6 +41,27 @@ INTS = tuple(np.dtype(t) for t in (np.int8, np.int16, np.int32, np.int64,
 
 def dtypes_of(values):
     return [np.asarray(v).dtype for v in values]
+
+
+#: ``reach`` of a kernel that holds at any shapes, and of one that bakes in recorded shapes
+ANY, STATIC = "any", "static"
+
+
+def reach(kernel):
+    """How far ``kernel`` holds beyond the shapes it was chosen at (the module docstring)."""
+    return ANY if isinstance(kernel, np.ufunc) else getattr(kernel, "reach", None)
+
+
+def _holds(kernel, how, anywhere=None, reads=None):
+    """``kernel``, marked with its reach (and the form of it that holds anywhere, and how
+    many leading operands it reads)."""
+    kernel.reach = how
+    if anywhere is not None:
+        _holds(anywhere, ANY, reads=reads)
+        kernel.anywhere = anywhere
+    if reads is not None:
+        kernel.reads = reads
+    return kernel
 
 
 def _ufunc(fn, dtypes):
@@ -113,12 +145,12 @@ def _extremum(ufunc, prim):
         if ufunc is np.maximum and known[1] and y.shape == () and y == 0 and not np.signbit(y):
             # relu: a zero result is +0.0 whatever the sign of x's zero; adding +0.0 turns
             # -0.0 into +0.0 and leaves every other value (NaNs included) as it is
-            return (lambda a, b: np.add(ufunc(a, b), b)), True
+            return _holds(lambda a, b: np.add(ufunc(a, b), b), ANY), True
 
         def kernel(a, b):   # the impl where some result is a zero
             m = ufunc(a, b)
             return m if m.all() else impl(a, b)
-        return kernel, True
+        return _holds(kernel, ANY), True
     return rule
 
 
@@ -126,7 +158,7 @@ def _reduce_sum(ins, outs, params, known):
     (x,), axes = ins, tuple(params["axes"])
     if np.asarray(x).dtype not in FLOATS + COMPLEX:   # numpy widens small integers' sums
         return None
-    return (lambda v: np.add.reduce(v, axis=axes)), True
+    return _holds(lambda v: np.add.reduce(v, axis=axes), ANY), True
 
 
 def _reduce_extremum(ufunc, prim):
@@ -136,13 +168,15 @@ def _reduce_extremum(ufunc, prim):
         if any(x.shape[a] == 0 for a in axes) or x.dtype not in FLOATS + INTS:
             return None   # an empty axis: the impl gives its identity
         if x.dtype in INTS:
-            return (lambda v: ufunc.reduce(v, axis=axes)), True
+            return _holds(lambda v: ufunc.reduce(v, axis=axes), ANY), True
         impl = impl_rules[prim]
 
         def kernel(v):   # a zero result: the impl picks the zero of the right sign
             m = ufunc.reduce(v, axis=axes)
             return m if m.all() else impl(v, axes=axes)
-        return kernel, True
+        # (at other sizes too: host_tier reuses a program only where no axis that changes
+        # size is empty)
+        return _holds(kernel, ANY), True
     return rule
 
 
@@ -154,13 +188,13 @@ def _convert(ins, outs, params, known):
     if src not in FLOATS + COMPLEX + INTS + (np.dtype(bool),) or \
             dst not in FLOATS + COMPLEX + INTS + (np.dtype(bool),):
         return None
-    return (lambda v: v.astype(dst)), True
+    return _holds(lambda v: v.astype(dst), ANY), True
 
 
 def _select_n(ins, outs, params, known):
     if len(ins) != 3 or np.asarray(ins[0]).dtype != np.dtype(bool):
         return None
-    return (lambda which, no, yes: np.where(which, yes, no)), True
+    return _holds(lambda which, no, yes: np.where(which, yes, no), ANY), True
 
 
 def _broadcast_in_dim(ins, outs, params, known):
@@ -169,9 +203,17 @@ def _broadcast_in_dim(ins, outs, params, known):
     for i, d in enumerate(params["broadcast_dimensions"]):
         expanded[d] = x.shape[i]
     expanded, shape = tuple(expanded), out.shape
-    kernel = (lambda v, *_: np.broadcast_to(v.reshape(expanded), shape))
+    # at any shapes, where the operand's axes keep their order: the operand with axes of
+    # length 1 inserted (by indexing) ...
+    dims = tuple(params["broadcast_dimensions"])
+    inserted = tuple(slice(None) if d in dims else None for d in range(out.ndim))
+    anywhere = (lambda v, *_: v[inserted]) if list(dims) == sorted(dims) else None
+    # ... which is the broadcast itself where it only inserts axes of (static) length 1
+    ones = all(params["shape"][d] == 1 for d in range(out.ndim) if d not in dims)
+    kernel = _holds(lambda v, *_: np.broadcast_to(v.reshape(expanded), shape), STATIC,
+                    anywhere if ones and expanded == shape else None, reads=1)
     # where only elementwise operations read the result, their own broadcasting does it
-    kernel.lazy = lambda v, *_: v.reshape(expanded)
+    kernel.lazy = _holds(lambda v, *_: v.reshape(expanded), STATIC, anywhere, reads=1)
     kernel.lazy_shape = expanded
     return kernel, False
 
@@ -180,19 +222,28 @@ def _reshape(ins, outs, params, known):
     if params.get("dimensions") is not None:
         return None
     shape = np.asarray(outs[0]).shape
-    return (lambda v, *_: v.reshape(shape)), False
+    # at any shapes: the size left to numpy, where one size is an operand (the others static
+    # and none 0, so that numpy's -1 is that size)
+    sizes = params.get("new_sizes")
+    anywhere = None
+    if sizes is not None and sum(d is None for d in sizes) == 1 and all(d != 0 for d in sizes):
+        target = tuple(-1 if d is None else d for d in sizes)
+        anywhere = (lambda v, *_: v.reshape(target))
+    return _holds(lambda v, *_: v.reshape(shape), STATIC, anywhere, reads=1), False
 
 
 def _squeeze(ins, outs, params, known):
     shape = np.asarray(outs[0]).shape
-    return (lambda v: v.reshape(shape)), False
+    dims = set(d % np.ndim(ins[0]) for d in params["dimensions"])
+    kept = tuple(0 if d in dims else slice(None) for d in range(np.ndim(ins[0])))
+    return _holds(lambda v: v.reshape(shape), STATIC, lambda v: v[kept]), False
 
 
 def _transpose(ins, outs, params, known):
     """The impl's C-ordered copy; a view where only ufuncs read it (``_lazy_views``)."""
     permutation = tuple(params["permutation"])
-    kernel = (lambda v: np.array(np.transpose(v, permutation), order="C"))
-    return _with_view(kernel, lambda v: np.transpose(v, permutation), outs), True
+    kernel = _holds(lambda v: np.array(np.transpose(v, permutation), order="C"), ANY)
+    return _with_view(kernel, _holds(lambda v: np.transpose(v, permutation), ANY), outs), True
 
 
 def _dot_general(ins, outs, params, known):
@@ -214,8 +265,16 @@ def _dot_general(ins, outs, params, known):
     out = bshape + lf + rf
     if x.ndim == 2 and y.ndim == 2 and xperm == (0, 1) and yperm == (0, 1):
         return np.matmul, True   # a plain matrix product
-    return (lambda a, b: np.matmul(np.transpose(a, xperm).reshape(xshape),
-                                   np.transpose(b, yperm).reshape(yshape)).reshape(out)), True
+
+    def anywhere(a, b):   # the same, its shapes taken from the operands
+        bs = tuple(a.shape[i] for i in lb)
+        lf, rf = tuple(a.shape[i] for i in lfree), tuple(b.shape[i] for i in rfree)
+        k = math.prod(a.shape[i] for i in lc)
+        return np.matmul(np.transpose(a, xperm).reshape(bs + (math.prod(lf), k)),
+                         np.transpose(b, yperm).reshape(bs + (k, math.prod(rf)))).reshape(bs + lf + rf)
+    return _holds(lambda a, b: np.matmul(np.transpose(a, xperm).reshape(xshape),
+                                         np.transpose(b, yperm).reshape(yshape)).reshape(out),
+                  STATIC, anywhere), True
 
 
 def _integer_pow(ins, outs, params, known):
@@ -235,14 +294,14 @@ def _integer_pow(ins, outs, params, known):
             if n:
                 base = np.multiply(base, base)
         return np.true_divide(one, acc) if y < 0 else acc
-    return kernel, abs(y) > 1 or y < 0   # (x ** 1 is x itself)
+    return _holds(kernel, ANY), abs(y) > 1 or y < 0   # (x ** 1 is x itself)
 
 
 def _logistic(ins, outs, params, known):
     """The impl's ``1 / (1 + exp(-x))`` for real floats, without its checks."""
     if np.asarray(ins[0]).dtype not in FLOATS:
         return None
-    return (lambda v: 1.0 / (1.0 + np.exp(-v))), True
+    return _holds(lambda v: 1.0 / (1.0 + np.exp(-v)), ANY), True
 
 
 def _slice(ins, outs, params, known):
@@ -250,7 +309,8 @@ def _slice(ins, outs, params, known):
     x = np.asarray(ins[0])
     strides = params.get("strides") or (1,) * x.ndim
     index = tuple(slice(a, b, c) for a, b, c in zip(params["start_indices"], params["limit_indices"], strides))
-    return _with_view((lambda v: np.array(v[index])), (lambda v: v[index]), outs), True
+    return _with_view(_holds(lambda v: np.array(v[index]), STATIC), _holds(lambda v: v[index], STATIC),
+                      outs), True
 
 
 def _with_view(kernel, view, outs):
@@ -266,4 +326,4 @@ def _with_view(kernel, view, outs):
 def _concatenate(ins, outs, params, known):
     """The impl's ``np.concatenate`` of the operands (the size operands left out)."""
     n, axis = params["num_operands"], params["dimension"]
-    return (lambda *vs: np.concatenate(vs[:n], axis=axis)), True
+    return _holds(lambda *vs: np.concatenate(vs[:n], axis=axis), ANY, reads=n), True

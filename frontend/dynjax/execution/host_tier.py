@@ -39,6 +39,7 @@ from __future__ import annotations
 import contextvars
 import functools
 import itertools
+import math
 from typing import Any, Dict, List, Sequence
 
 import numpy as np
@@ -46,7 +47,7 @@ import numpy as np
 from ..core.interpret import Interrupted, interruptible
 from ..core.jaxpr import ClosedJaxpr, Jaxpr, Literal
 from ..core.primitive import impl_rules
-from .host_kernels import FLOATS, REGISTERED, dtypes_of, host_kernels, register_kernels
+from .host_kernels import ANY, FLOATS, REGISTERED, dtypes_of, host_kernels, reach, register_kernels
 from .tiers import EnvChoice
 
 #: a segment's arguments (and each of its constants) of at most this many elements may run
@@ -184,7 +185,7 @@ class HostProgram:
     before running anything, and the caller calls ``run``. Elsewhere ``fast`` is ``run``."""
 
     __slots__ = ("run", "fast", "in_avals", "_scalars", "equations", "direct", "seconds",
-                 "sizes", "source", "compiled", "__weakref__")
+                 "sizes", "source", "compiled", "reach", "__weakref__")
     wait_interruptibly = False
 
     def __init__(self, run, fast, in_avals, equations, direct, seconds, sizes, source):
@@ -202,6 +203,14 @@ class HostProgram:
         self.sizes = sizes           # the call's arguments as sizes and shapes (introspection)
         self.source = source         # the generated function's text
         self.compiled = None         # (executable, specialized text) of these sizes, when asked
+        self.reach = None            # the other sizes it serves as it is (``Reach``), if any
+
+    def at(self, in_avals, sizes) -> "HostProgram":
+        """This program as one of other sizes that its ``reach`` admits (the same function)."""
+        program = HostProgram(self.run, self.fast, in_avals, self.equations, self.direct,
+                              self.seconds, sizes, self.source)
+        program.reach = self.reach
+        return program
 
     def __call__(self, *args):
         return self.call(args)
@@ -245,6 +254,13 @@ class _Record:
     def __init__(self):
         self.values: List[Any] = []
         self.known: List[bool] = []
+        self.sized: List[bool] = []   # whether a known slot's value depends on a size
+        self.sizes = set()            # the slots of the size arguments
+        self.static_dims = set()      # every static length in the program's types
+        self.polymorphic = True       # whether every length in its types is static or a size argument
+        #: known slots that broadcast a value independent of the sizes to a shape of them:
+        #: slot -> (the value's slot, broadcast_dimensions)
+        self.broadcasts: Dict[int, Any] = {}
         self.steps: List[_Step] = []
         self.broadcasting = set()   # the steps whose kernel is a ufunc (it broadcasts)
         self.seconds = 0.0          # the estimated run time
@@ -252,10 +268,21 @@ class _Record:
         self.direct = 0             # steps with a direct numpy call
         self.floats = False         # whether a step computes with floats
 
-    def slot(self, value, known: bool) -> int:
+    def slot(self, value, known: bool, sized: bool = False) -> int:
         self.values.append(value)
         self.known.append(known)
+        self.sized.append(sized)
         return len(self.values) - 1
+
+    def see_types(self, variables, scope: Dict[int, int]) -> None:
+        """Note the lengths in the types of ``variables``: static ones, and whether each
+        dynamic one is a size argument itself (not a length computed from sizes)."""
+        for v in variables:
+            for d in getattr(getattr(v, "aval", None), "shape", ()):
+                if isinstance(d, (int, np.integer)):
+                    self.static_dims.add(int(d))
+                elif scope.get(id(d)) not in self.sizes:
+                    self.polymorphic = False
 
 
 def build(jaxpr: Jaxpr, consts: Sequence[Any], args: Sequence[Any], runtime: Sequence[int],
@@ -270,9 +297,12 @@ def build(jaxpr: Jaxpr, consts: Sequence[Any], args: Sequence[Any], runtime: Seq
     scope = {id(v): rec.slot(c, True) for v, c in zip(jaxpr.constvars, consts)}
     inputs = []
     for i, (v, a) in enumerate(zip(jaxpr.invars, args)):
-        scope[id(v)] = rec.slot(a, i not in runtime_set)
+        scope[id(v)] = rec.slot(a, i not in runtime_set, i not in runtime_set)
         if i in runtime_set:
             inputs.append(scope[id(v)])
+        else:
+            rec.sizes.add(scope[id(v)])
+    rec.see_types(jaxpr.invars, scope)
     evaluated = itertools.count()
     try:
         with np.errstate(all="ignore"), interruptible(
@@ -284,7 +314,9 @@ def build(jaxpr: Jaxpr, consts: Sequence[Any], args: Sequence[Any], runtime: Seq
     if not force and rec.seconds > xla_seconds:
         raise NotHosted(f"estimated {rec.seconds * 1e6:.1f} us on the host, "
                         f"{xla_seconds * 1e6:.1f} us on XLA")
+    _unsized_broadcasts(rec, results)
     _lazy_views(rec, results)
+    anywhere = _hold_anywhere(rec, results)
     expected = [np.asarray(rec.values[k]) for k in results]
     in_avals = tuple(_Aval(np.shape(args[i]), jaxpr.invars[i].aval.dtype) for i in runtime)
     arguments = [args[i] for i in runtime]
@@ -295,10 +327,145 @@ def build(jaxpr: Jaxpr, consts: Sequence[Any], args: Sequence[Any], runtime: Seq
         for step in rec.steps:
             step.kernel, step.fresh, step.direct = _impl_kernel(step.eqn), False, False
         direct = 0
+        anywhere = _hold_anywhere(rec, results)
         run, fast, source = _generate(rec, inputs, results, out_avals)
         if not _agrees((run, fast), arguments, expected, list(consts)):
             raise NotHosted("the generated program disagrees with the impl rules")
-    return HostProgram(run, fast, in_avals, len(rec.steps), direct, rec.seconds, list(sizes), source)
+    program = HostProgram(run, fast, in_avals, len(rec.steps), direct, rec.seconds, list(sizes), source)
+    if anywhere:
+        program.reach = Reach(lengths(args, runtime_set), rec.static_dims)
+    return program
+
+
+# ----------------------------------------------------------------------------------------------
+# The same program at other sizes
+# ----------------------------------------------------------------------------------------------
+# A new size costs a host program's build (an eager run of the impl rules, recorded, then a
+# function generated and checked: 0.1-0.5 ms) where its runs take a few microseconds, so a
+# stream of small sizes would be built size by size. A program whose every step computes
+# from its operands whatever their shapes (``host_kernels.reach``) and reads no value of the
+# sizes serves other sizes as it is: those in ``Reach.admits``.
+
+def _hold_anywhere(rec: _Record, results: Sequence[int]) -> bool:
+    """Whether the recorded program computes, at other sizes, what the impl rules compute
+    there: every length in its types static or a size argument, no step reading a value
+    computed from the sizes (folded in as a constant) and none returned, and every kernel
+    holding at any shapes, or at static ones where its equation's shapes are static. Where
+    it does, a kernel that bakes in dynamic shapes is swapped for its ``anywhere`` form."""
+    if not rec.polymorphic or any(rec.sized[k] for k in results):
+        return False
+    swaps = []
+    for step in rec.steps:
+        kernel = step.kernel
+        reads = getattr(kernel, "reads", None)
+        if any(rec.sized[k] for k in (step.ins if reads is None else step.ins[:reads])):
+            return False
+        if reach(kernel) != ANY and not _static_types(step.eqn):
+            if getattr(kernel, "anywhere", None) is None or not _same_count(step.eqn):
+                return False
+            swaps.append(step)
+    for step in swaps:
+        step.kernel = step.kernel.anywhere
+    return True
+
+
+def _unsized_broadcasts(rec: _Record, results: Sequence[int]) -> None:
+    """A constant broadcast to a shape of the sizes (``2.0`` to ``(n,)``, as gradients make
+    them) that only ufuncs read is folded in as the value with axes of length 1 inserted:
+    the ufuncs broadcast it themselves, at any sizes (where each still broadcasts to the
+    shape it computed; before ``_lazy_views``, which keeps that so)."""
+    readers: Dict[int, List[int]] = {}
+    for k, step in enumerate(rec.steps):
+        for slot in step.ins:
+            if slot in rec.broadcasts and slot not in results:
+                readers.setdefault(slot, []).append(k)
+    for slot, ks in readers.items():
+        source, dims = rec.broadcasts[slot]
+        value = np.asarray(rec.values[source])
+        ndim = np.ndim(rec.values[slot])
+        if not all(k in rec.broadcasting for k in ks) or list(dims) != sorted(dims):
+            continue
+        small = value[tuple(slice(None) if d in dims else None for d in range(ndim))]
+        shapes = {j: np.shape(rec.values[j]) for k in ks for j in rec.steps[k].ins}
+        shapes[slot] = small.shape
+        try:
+            ok = all(np.broadcast_shapes(*[shapes[j] for j in rec.steps[k].ins]) ==
+                     np.shape(rec.values[rec.steps[k].outs[0]]) for k in ks)
+        except ValueError:
+            ok = False
+        if ok:
+            rec.values[slot], rec.sized[slot] = small, False
+
+
+def _same_count(eqn) -> bool:
+    """Whether a reshape keeps its element count at every size: the same dynamic lengths on
+    both sides, and equal products of the static ones. (Other equations keep it by their
+    types.)"""
+    if eqn.primitive.name != "reshape":
+        return True
+    def split(shape):
+        dynamic = sorted(id(d) for d in shape if not isinstance(d, (int, np.integer)))
+        return dynamic, math.prod(int(d) for d in shape if isinstance(d, (int, np.integer)))
+    return split(eqn.invars[0].aval.shape) == split(eqn.outvars[0].aval.shape)
+
+
+def _static_types(eqn) -> bool:
+    return all(isinstance(d, (int, np.integer)) for v in list(eqn.invars) + list(eqn.outvars)
+               for d in getattr(getattr(v, "aval", None), "shape", ()))
+
+
+def lengths(args: Sequence[Any], runtime) -> tuple:
+    """A segment's arguments as one tuple of lengths: each size, each runtime argument's
+    shape."""
+    out = []
+    for i, a in enumerate(args):
+        if i in runtime:
+            out.extend(np.shape(a))
+        else:
+            out.append(int(a))
+    return tuple(out)
+
+
+def _pattern(lengths: tuple) -> tuple:
+    """Which lengths are equal: each one's first position."""
+    return tuple([lengths.index(d) for d in lengths])
+
+
+class Reach:
+    """The sizes a host program built at ``lengths`` serves as it is (see ``admits``)."""
+    __slots__ = ("lengths", "pattern", "static")
+
+    def __init__(self, lengths: tuple, static_dims):
+        self.lengths = lengths
+        self.pattern = _pattern(lengths)
+        self.static = frozenset(static_dims)
+
+    def admits(self, lengths: tuple) -> bool:
+        """Whether the program serves arguments of these lengths: no length larger than at
+        its build (the estimate that chose the host, and its limits, hold there too), the
+        same lengths equal to each other, and every length that changed at least 2 then and
+        now and equal to no static length of the program (so that every shape in it broadcasts,
+        reduces and lays out as at its build: no axis becomes empty or of length 1, no
+        dynamic length meets a static one)."""
+        if len(lengths) != len(self.lengths) or _pattern(lengths) != self.pattern:
+            return False
+        static = self.static
+        for new, old in zip(lengths, self.lengths):
+            if new != old and (new > old or new < 2 or old < 2 or new in static or old in static):
+                return False
+        return True
+
+
+def reuse(programs: Sequence["HostProgram"], args: Sequence[Any], runtime: Sequence[int],
+          sizes: Sequence[Any]) -> "HostProgram | None":
+    """A host program of ``programs`` that serves these arguments as it is (``Reach``), as
+    one at their sizes, or None."""
+    have = lengths(args, set(runtime))
+    for program in programs:
+        if program.reach.admits(have):
+            return program.at(tuple(_Aval(np.shape(args[i]), v.dtype) for i, v in zip(runtime, program.in_avals)),
+                              sizes)
+    return None
 
 
 def _record(jaxpr: Jaxpr, scope: Dict[int, int], rec: _Record, force: bool) -> List[int]:
@@ -327,9 +494,13 @@ def _record(jaxpr: Jaxpr, scope: Dict[int, int], rec: _Record, force: bool) -> L
         outs = list(outs) if eqn.primitive.multiple_results else [outs]
         if not force and not all(np.size(x) <= MAX_VALUE_ELEMENTS for x in outs):
             raise NotHosted(f"a value of more than {MAX_VALUE_ELEMENTS} elements")
-        out_slots = [rec.slot(x, known) for x in outs]
+        sized = known and any(rec.sized[k] for k in in_slots)
+        out_slots = [rec.slot(x, known, sized) for x in outs]
         scope.update({id(v): k for v, k in zip(eqn.outvars, out_slots)})
+        rec.see_types(eqn.outvars, scope)
         if known:
+            if sized and eqn.primitive.name == "broadcast_in_dim" and not rec.sized[in_slots[0]]:
+                rec.broadcasts[out_slots[0]] = (in_slots[0], tuple(eqn.params["broadcast_dimensions"]))
             continue
         rule = None if eqn.primitive.multiple_results else host_kernels.get(eqn.primitive)
         try:

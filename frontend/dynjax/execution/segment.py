@@ -73,6 +73,8 @@ class Segment:
         self.hosted = BoundedCache(stats.cache_size)    # exact key -> HostProgram or _NOT_HOSTED
         self._hostable: Optional[bool] = None           # whether the host tier may run it at all
         self.host_served = False                        # whether it has served a call
+        #: the latest host programs that serve other sizes as they are (``host_tier.Reach``)
+        self.reusable_hosts: tuple = ()
         # introspection only (f.mlir_specialized, f.hlo): never read on a call path
         self.last_specialized: Optional[str] = None
         self.last_executable = None
@@ -192,10 +194,33 @@ class Segment:
             if pol != "always" and not (host_tier.small(args) and
                                         all(int(args[i]) <= host_tier.MAX_ELEMENTS for i in self.baked)):
                 return None
+            host = self._reused_host(key, args)
+            if host is not None:
+                return host
             if pol != "always" and self.calls_at.get(key) is None and self._compiled_bucket_holds(args):
                 return None   # the bucket serves a size met once; a size that recurs is built
             host = self.hosted.get_or_fill(key, lambda: self._build_host(args, pol == "always"))
         return None if host is _NOT_HOSTED else host
+
+    def _reused_host(self, key, args) -> Optional["host_tier.HostProgram"]:
+        """A host program built at other sizes that serves these as it is (``host_tier.reuse``),
+        kept for them; or None."""
+        programs = self.reusable_hosts
+        if not programs:
+            return None
+        host = host_tier.reuse(programs, args, self.runtime, self._sizes(args))
+        if host is None:   # (the sizes it admits need no checks: host_tier.Reach)
+            return None
+        self.hosted.put(key, host)
+        self.stats.host_reuses += 1
+        explain.maybe(explain.recompiles, lambda: f"host program of other sizes reused: "
+                      f"{self._describe_key(self._key(args))}")
+        return host
+
+    def _sizes(self, args) -> list:
+        """The arguments as sizes and shapes (what a host program or a job keeps of them)."""
+        baked = set(self.baked)
+        return [int(x) if i in baked else _Shape(np.shape(x)) for i, x in enumerate(args)]
 
     def _compiled_bucket_holds(self, args) -> bool:
         """Whether a compiled padded program holds these sizes (its own bucket or a larger
@@ -208,10 +233,8 @@ class Segment:
     def _build_host(self, args, force: bool):
         if self._check(args) is not None:   # blocks of different lengths: the padded program
             return _NOT_HOSTED
-        baked = set(self.baked)
-        sizes = [int(x) if i in baked else _Shape(np.shape(x)) for i, x in enumerate(args)]
         try:
-            host = host_tier.build(self.jaxpr, self.consts, args, self.runtime, sizes, force)
+            host = host_tier.build(self.jaxpr, self.consts, args, self.runtime, self._sizes(args), force)
         except host_tier.NotHosted as e:
             why = str(e)
             explain.maybe(explain.tiers, lambda: f"not the host tier ({why}): {self._describe_key(self._key(args))}")
@@ -219,6 +242,8 @@ class Segment:
         except Exception:   # what the compiled program says of these arguments decides
             return _NOT_HOSTED
         self.stats.host_programs += 1
+        if host.reach is not None:
+            self.reusable_hosts = (host,) + self.reusable_hosts[:REUSABLE_HOSTS - 1]
         explain.maybe(explain.recompiles, lambda: f"host program of {host.equations} numpy calls "
                       f"({host.direct} direct), {host.seconds * 1e6:.1f} us: "
                       f"{self._describe_key(self._key(args))}")
@@ -463,8 +488,7 @@ class Segment:
         """A recurring size: compile its exact executable (tier 2), in the background unless
         ``DYNJAX_SYNC_COMPILE`` is set; it serves the calls after it is ready. The job holds
         the sizes and shapes of the arguments, not the arguments."""
-        baked = set(self.baked)
-        args = [int(x) if i in baked else _Shape(np.shape(x)) for i, x in enumerate(args)]
+        args = self._sizes(args)
         record.requested = True
 
         def compile_exact(seg):
@@ -599,6 +623,8 @@ class _SizeRecord:
 
 
 _NOT_HOSTED = object()   # ``Segment.hosted``: XLA runs these sizes
+#: how many host programs that serve other sizes a segment keeps (the latest built)
+REUSABLE_HOSTS = 4
 
 
 class _Shape:

@@ -38,7 +38,7 @@ def execution_counters(s) -> dict:
             "background_compilations": s.background_compilations,
             "disk_cache_hits": s.disk_hits, "host_steps": s.host_steps,
             "exact_runs": s.exact_runs, "padded_runs": s.padded_runs, "eager_runs": s.eager_runs,
-            "host_runs": s.host_runs, "host_programs": s.host_programs,
+            "host_runs": s.host_runs, "host_programs": s.host_programs, "host_reuses": s.host_reuses,
             "exact_compilations": s.exact_compilations, "exact_calls_served": s.exact_calls_served,
             "queued_jobs": queued(s), "dropped_jobs": s.dropped_jobs}
 

@@ -1,0 +1,180 @@
+"""A host program serving sizes it was not built at (``host_tier.Reach``, ``Segment._reused_host``).
+
+A program whose every step computes from its operands whatever their shapes, and reads no
+value of the sizes, is built once and then serves smaller sizes of the same kind as it is,
+instead of a build per size (an eager run recorded, a function generated and checked). Here:
+that it does so for the programs a user writes (elementwise chains, reductions, softmax,
+attention, an MLP, a gradient with matrix-vector products), that what it computes at every
+such size is bit for bit what the impl rules compute there (eager dynjax, the oracle a
+program built at that size is checked against) and close to numpy's, and that it is not
+reused where a size could change what it computes: larger sizes, lengths 0 and 1, a length
+meeting a static one or another length, values computed from the sizes, lengths computed
+from sizes, impl rules on dynamic shapes.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import dynjax
+import dynjax.numpy as jnp
+from dynjax.execution import host_tier
+from test_host_tier import budget, host_tier_is
+
+
+@pytest.fixture(autouse=True, scope="module")
+def host_tier_on():
+    with host_tier_is("auto"), budget(1e-3):
+        yield
+
+
+def _rng(n):
+    return np.random.default_rng(n)
+
+
+def _attention(q, k, v):
+    return dynjax.nn.softmax(q @ k.T / 8.0, axis=1) @ v
+
+
+W1 = _rng(1).standard_normal((4, 6))
+W2 = _rng(2).standard_normal((6, 3))
+W0 = _rng(3).standard_normal(5)
+
+# name, function, numpy's, arguments at size n, abstracted axes
+PROGRAMS = [
+    ("affine", lambda x: 3.0 * x - 1.0, lambda x: 3.0 * x - 1.0,
+     lambda n: [_rng(n).standard_normal(n)], ({0: "n"},)),
+    ("sum of sines", lambda x: jnp.sum(jnp.sin(x) * 2), lambda x: np.sum(np.sin(x) * 2),
+     lambda n: [_rng(n).standard_normal(n)], ({0: "n"},)),
+    ("softmax", lambda x: dynjax.nn.softmax(x, axis=-1),
+     lambda x: np.exp(x - x.max(-1, keepdims=True)) / np.exp(x - x.max(-1, keepdims=True)).sum(-1, keepdims=True),
+     lambda n: [_rng(n).standard_normal((n, 5))], ({0: "n"},)),
+    ("attention", _attention,
+     lambda q, k, v: (lambda s: np.exp(s - s.max(1, keepdims=True)) / np.exp(s - s.max(1, keepdims=True)).sum(1, keepdims=True))(q @ k.T / 8.0) @ v,
+     lambda n: [_rng(n).standard_normal((n, 4)) for _ in range(3)], ({0: "n"}, {0: "n"}, {0: "n"})),
+    ("mlp", lambda x: jnp.tanh(x @ W1) @ W2, lambda x: np.tanh(x @ W1) @ W2,
+     lambda n: [_rng(n).standard_normal((n, 4))], ({0: "n"},)),
+    ("least-squares gradient", dynjax.grad(lambda w, a, b: 0.5 * jnp.sum((a @ w - b) ** 2)),
+     lambda w, a, b: a.T @ (a @ w - b),
+     lambda n: [W0, _rng(n).standard_normal((n, 5)), _rng(n + 1).standard_normal(n)], (None, {0: "n"}, {0: "n"})),
+    ("column extremes and gram", lambda x: (jnp.max(x, axis=0) - jnp.min(x, axis=0), x.T @ x),
+     lambda x: (x.max(0) - x.min(0), x.T @ x), lambda n: [_rng(n).standard_normal((n, 3))], ({0: "n"},)),
+    ("outer product of two sizes", lambda x, y: jnp.tanh(x[:, None] * y[None, :]),
+     lambda x, y: np.tanh(x[:, None] * y[None, :]),
+     lambda n: [_rng(n).standard_normal(n), _rng(n + 7).standard_normal(n + 7)], ({0: "n"}, {0: "m"})),
+    ("integers", lambda i: jnp.maximum(i * 7 + 3, -jnp.abs(i)), lambda i: np.maximum(i * 7 + 3, -np.abs(i)),
+     lambda n: [np.arange(-n, n, dtype=np.int32)], ({0: "n"},)),
+]
+
+
+def _outputs(x):
+    return [np.asarray(o) for o in dynjax.tree_flatten(x)[0]]
+
+
+@pytest.mark.parametrize("name, fn, oracle, make, axes", PROGRAMS, ids=[p[0] for p in PROGRAMS])
+def test_one_build_serves_the_smaller_sizes_as_the_impls_compute_them(name, fn, oracle, make, axes):
+    f = dynjax.qjit(fn, abstracted_axes=axes)
+    sizes = (12, 11, 9, 8, 7, 2)   # (none a static length of these programs)
+    for k, n in enumerate(sizes):
+        args = make(n)
+        for _ in range(2):   # the call at a new size, then the dispatch table's
+            got = _outputs(f(*args))
+            eager = _outputs(fn(*args))   # the impl rules: what a build at n is checked against
+            want = _outputs(oracle(*args))
+            for g, e, w in zip(got, eager, want):
+                assert g.dtype == e.dtype and g.shape == e.shape == w.shape, (name, n)
+                np.testing.assert_array_equal(g, e, err_msg=f"{name} at n = {n}")
+                np.testing.assert_allclose(g, w, rtol=1e-12, atol=1e-12, err_msg=f"{name} at n = {n}")
+        info = f.cache_info()
+        assert (info["host_programs"], info["host_reuses"]) == (1, k), (name, n, info)
+    assert f.cache_info()["compilations"] == f.cache_info()["padded_compilations"] == 0
+    assert f.cache_info()["host_runs"] == 2 * len(sizes)
+
+
+def test_larger_sizes_lengths_0_and_1_and_static_lengths_are_built_anew():
+    f = dynjax.qjit(lambda x: jnp.sum(x * 2.0, axis=0), abstracted_axes=({0: "n"},))
+    built = 0
+    for n, fresh in [(6, True), (8, True), (7, False), (3, True), (2, False), (1, True), (0, True),
+                     (5, False)]:
+        x = _rng(n).standard_normal((n, 3))
+        np.testing.assert_array_equal(f(x), np.add.reduce(x * 2.0, axis=0))
+        built += fresh
+        assert f.cache_info()["host_programs"] == built, n
+    # 3 is the length of the other axis: n = 3 was built (above), and a program built at
+    # n = 3 serves no other n
+    g = dynjax.qjit(lambda x: jnp.sum(x * 2.0, axis=0), abstracted_axes=({0: "n"},))
+    for n in (3, 2):
+        g(_rng(n).standard_normal((n, 3)))
+    assert g.cache_info()["host_programs"] == 2 and g.cache_info()["host_reuses"] == 0
+
+
+def test_a_length_equal_to_a_static_one_inside_the_program_is_not_reused():
+    """(The mlp's hidden layer is 6 wide: a program built at n = 6 serves no other n.)"""
+    f = dynjax.qjit(lambda x: jnp.tanh(x @ W1) @ W2, abstracted_axes=({0: "n"},))
+    for n in (6, 5, 2):
+        x = _rng(n).standard_normal((n, 4))
+        np.testing.assert_allclose(f(x), np.tanh(x @ W1) @ W2, rtol=1e-13)
+    assert f.cache_info()["host_programs"] == 2 and f.cache_info()["host_reuses"] == 1
+
+
+def test_a_reshape_to_another_arguments_length_is_checked_at_every_size():
+    """A reshape's element count holds at the build's sizes only; at others it is checked
+    (an error), not left to numpy's -1."""
+    f = dynjax.qjit(lambda x, y: x.reshape(y.shape[0], 2), abstracted_axes=({0: "n"}, {0: "m"}))
+    np.testing.assert_array_equal(f(np.arange(20.0).reshape(5, 4), np.ones(10)), np.arange(20.0).reshape(10, 2))
+    with pytest.raises(ValueError, match="cannot reshape"):
+        f(np.ones((3, 4)), np.ones(7))
+    np.testing.assert_array_equal(f(np.arange(12.0).reshape(3, 4), np.ones(6)), np.arange(12.0).reshape(6, 2))
+    assert f.cache_info()["host_reuses"] == 0
+
+
+def test_two_lengths_equal_at_the_build_serve_only_equal_lengths():
+    f = dynjax.qjit(lambda x, y: x[:, None] * y[None, :], abstracted_axes=({0: "n"}, {0: "m"}))
+    f(np.ones(6), np.ones(6))
+    f(np.ones(4), np.ones(4))
+    assert f.cache_info()["host_reuses"] == 1
+    np.testing.assert_array_equal(f(np.arange(4.0), np.arange(3.0)), np.outer(np.arange(4.0), np.arange(3.0)))
+    assert f.cache_info()["host_programs"] == 2 and f.cache_info()["host_reuses"] == 1
+    f(np.ones(3), np.ones(2))   # (built at 4 and 3: different lengths, as here)
+    assert f.cache_info()["host_reuses"] == 2
+
+
+PROGRAMS_OF_ONE_SIZE = [
+    # a value of the sizes, folded into the program: the mean divides by n
+    ("mean", lambda x: jnp.mean(x), lambda x: np.mean(x)),
+    # a length computed from the sizes (returned, and not)
+    ("concatenation", lambda x: jnp.concatenate([x, x]) * 2.0, lambda x: np.concatenate([x, x]) * 2.0),
+    ("sum of a concatenation", lambda x: jnp.sum(jnp.concatenate([x, x]) * 2.0),
+     lambda x: np.sum(np.concatenate([x, x]) * 2.0)),
+    ("flattening", lambda x: x.reshape(-1) + 1.0, lambda x: x.reshape(-1) + 1.0),
+    # an impl rule (any Python code) on a dynamic shape
+    ("cumulative sum", lambda x: jnp.cumsum(x), lambda x: np.cumsum(x)),
+]
+
+
+@pytest.mark.parametrize("name, fn, oracle", PROGRAMS_OF_ONE_SIZE, ids=[p[0] for p in PROGRAMS_OF_ONE_SIZE])
+def test_programs_that_depend_on_their_sizes_are_built_per_size(name, fn, oracle):
+    f = dynjax.qjit(fn, abstracted_axes=({0: "n"},))
+    for k, n in enumerate((9, 7, 4)):
+        x = _rng(n).standard_normal((n, 2) if name == "flattening" else n)
+        np.testing.assert_allclose(f(x), oracle(x), rtol=1e-13)
+        assert f.cache_info()["host_programs"] == k + 1 and f.cache_info()["host_reuses"] == 0
+    program = f._last.program.single.last_executable
+    assert isinstance(program, host_tier.HostProgram) and program.reach is None
+
+
+def test_a_reused_program_keeps_the_errors_of_a_new_size():
+    f = dynjax.qjit(lambda x, y: x * y, abstracted_axes=({0: "n"}, {0: "n"}))
+    f(np.ones(6), np.ones(6))
+    with pytest.raises(ValueError, match="n"):
+        f(np.ones(4), np.ones(3))
+    np.testing.assert_array_equal(f(np.arange(4.0), np.arange(4.0)), np.arange(4.0) ** 2)
+    assert f.cache_info()["host_reuses"] == 1
+
+
+def test_introspection_of_a_reused_size_shows_its_own_sizes():
+    f = dynjax.qjit(lambda x: jnp.sin(x) + 1.0, abstracted_axes=({0: "n"},))
+    f(np.ones(8))
+    f(np.ones(5))
+    assert f.cache_info()["host_reuses"] == 1
+    assert "tensor<5xf64>" in f.mlir_specialized
