@@ -178,3 +178,29 @@ def test_introspection_of_a_reused_size_shows_its_own_sizes():
     f(np.ones(5))
     assert f.cache_info()["host_reuses"] == 1
     assert "tensor<5xf64>" in f.mlir_specialized
+
+
+def test_a_new_size_of_a_reusable_program_skips_the_call_path():
+    """``qjit`` serves a new size of the trace whose host program serves other sizes straight
+    from that program (``QJIT._at_other_sizes``), then from the dispatch table; arrays of
+    another dtype or rank, or sizes the program does not admit, take the call's own path."""
+    f = dynjax.qjit(lambda x, y: jnp.tanh(x) * y, abstracted_axes=({0: "n"}, {0: "n"}))
+    f(np.ones(9), np.ones(9))
+    own_path = f._call
+    taken = []
+
+    def counting(*args, **kwargs):
+        taken.append([np.shape(a) for a in args])
+        return own_path(*args, **kwargs)
+    f._call = counting
+    for n in (7, 5, 7, 3):
+        x, y = _rng(n).standard_normal(n), _rng(n + 1).standard_normal(n)
+        np.testing.assert_array_equal(f(x, y), np.tanh(x) * y)
+    assert taken == [] and f.cache_info()["host_reuses"] == 3 and f.cache_info()["calls"] == 5
+    x32 = np.ones(4, np.float32)
+    assert f(x32, x32).dtype == np.float32                    # another dtype: its own trace
+    np.testing.assert_array_equal(f(np.ones((2, 2)), np.ones((2, 2))), np.tanh(np.ones((2, 2))))   # rank
+    np.testing.assert_array_equal(f(np.ones(12), np.ones(12)), np.tanh(np.ones(12)))   # larger
+    with pytest.raises(ValueError, match="abstracted axis 'n'"):
+        f(np.ones(4), np.ones(5))
+    assert len(taken) == 4

@@ -90,6 +90,10 @@ class _ByValue:
         return (_ByValue, self.types, tuple([int(args[i]) for i in self.positions]))
 
 
+#: "this path does not serve the call" (``QJIT._at_other_sizes``)
+_MISS = object()
+
+
 def _has_tracer(args, kwargs) -> bool:
     """Whether a tracer of an enclosing interpreter is among the arguments."""
     from .core.trace import Tracer
@@ -178,6 +182,9 @@ class QJIT:
         self._erased_axes = BoundedCache(self.cache_size)
         self._bound_arities = set()   # numbers of positional arguments the signature takes
         self._fast_hit = self._fast.peek               # its lookup without the recency update
+        #: (trace entry, argument ranks) of the latest direct call served by a host program
+        #: that serves other sizes as it is (``_at_other_sizes``)
+        self._reusing = None
         self._last: Optional[_Entry] = None   # introspection only (f.jaxpr): the latest call's trace
         self._aot_leaves = None
         self._aot_traced = False   # traced at decoration (explain: not a cache miss of a call)
@@ -371,10 +378,40 @@ class QJIT:
                     if single is not None:
                         return outs[single]
                     return pytree.tree_unflatten(entry.traced.out_tree, [outs[i] for i in explicit])
+                if plan is None and self._reusing is not None:
+                    out = self._at_other_sizes(args)
+                    if out is not _MISS:
+                        return out
             return self._call(*args, **kwargs)
         except Exception as e:
             # a Python int beyond its dtype, met by a direct plan: the first call's error
             raise user_error((not kwargs and self._out_of_range(args)) or e)
+
+    def _at_other_sizes(self, args):
+        """A call at new sizes of the trace whose host program serves other sizes as it is
+        (``_reusing``, ``Segment.call_at_other_sizes``): its result, registered in the
+        dispatch table, else ``_MISS``. Arrays of the trace's dtypes and ranks, nothing being
+        traced: what the call's own path would check, the program's ``Reach`` checks (a
+        length that changes is dynamic in the trace)."""
+        entry, ranks = self._reusing
+        if STAGING[0] != 0 or len(args) != len(ranks):
+            return _MISS
+        for a, dtype, rank in zip(args, entry.dtypes, ranks):
+            if a.__class__ is not np.ndarray or a.dtype != dtype or a.ndim != rank:
+                return _MISS
+        sig = entry.traced.signature
+        try:
+            dims = implicit_values(sig, args) if sig.dim_names else []
+        except ValueError:   # (the call's own path reports it)
+            return _MISS
+        served = entry.program.single.call_at_other_sizes(dims + list(args))
+        if served is None:
+            return _MISS
+        outs, host = served
+        self.calls += 1
+        self._last = entry
+        self._register_fast(entry, host, args)
+        return pytree.tree_unflatten(entry.traced.out_tree, [outs[i] for i in entry.explicit])
 
     def _one_array_plan(self, a):
         """The dispatch table's plan for one array argument, or None; a plan found at the
@@ -555,6 +592,9 @@ class QJIT:
         runtime = None if runtime == list(range(len(args))) else runtime
         plan = (entry, exe, runtime, entry.explicit, single,
                 3 if exe.__class__ is HostProgram else 2 if exe in seg.promoted else True)
+        if plan[5] == 3 and exe.reach is not None and self._aot_leaves is None and \
+                self.in_shardings is None and self.out_shardings is None:
+            self._reusing = (entry, tuple([np.ndim(a) for a in args]))
         by_value = tuple(p - nimp for p in seg.baked if p >= nimp)
         if not by_value:
             self._fast.put(keys, plan)

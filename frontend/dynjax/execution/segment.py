@@ -120,11 +120,7 @@ class Segment:
         if exe is None and self._hostable is not False:
             host = self._host_program(key, args)
             if host is not None:
-                self.host_served = True
-                self.stats.host_runs += 1
-                self.last_executable, self.last_specialized = host, None
-                explain.maybe(explain.tiers, lambda: f"host tier: {self._describe_key(key)}")
-                return host.call([args[i] for i in self.runtime]), host
+                return self._run_host(host, args), host
         queue_after = None   # the priority of the bucket to queue after an exact compile
         if exe is None and self.paddable:
             pol = tiers.policy()
@@ -194,7 +190,7 @@ class Segment:
             if pol != "always" and not (host_tier.small(args) and
                                         all(int(args[i]) <= host_tier.MAX_ELEMENTS for i in self.baked)):
                 return None
-            host = self._reused_host(key, args)
+            host = self._reused_host(args, key)
             if host is not None:
                 return host
             if pol != "always" and self.calls_at.get(key) is None and self._compiled_bucket_holds(args):
@@ -202,16 +198,32 @@ class Segment:
             host = self.hosted.get_or_fill(key, lambda: self._build_host(args, pol == "always"))
         return None if host is _NOT_HOSTED else host
 
-    def _reused_host(self, key, args) -> Optional["host_tier.HostProgram"]:
-        """A host program built at other sizes that serves these as it is (``host_tier.reuse``),
-        kept for them; or None."""
+    def _run_host(self, host, args) -> list:
+        self.host_served = True
+        self.stats.host_runs += 1
+        self.last_executable, self.last_specialized = host, None
+        explain.maybe(explain.tiers, lambda: f"host tier: {self._describe_key(self._key(args))}")
+        return host.call([args[i] for i in self.runtime])
+
+    def call_at_other_sizes(self, args):
+        """``call``, where one of the host programs built at other sizes serves these as it
+        is (``host_tier.Reach``: sizes it admits need no checks): ``(outputs, program)``, else
+        None. (``qjit``'s dispatch, for a new size of a trace it served so: the segment's
+        caches and tiers are not asked.)"""
+        host = self._reused_host(args)
+        return None if host is None else (self._run_host(host, args), host)
+
+    def _reused_host(self, args, key=None) -> Optional["host_tier.HostProgram"]:
+        """A host program built at other sizes that serves these as it is (``host_tier.reuse``;
+        the sizes it admits need no checks), kept for them under ``key`` if given; or None."""
         programs = self.reusable_hosts
         if not programs:
             return None
         host = host_tier.reuse(programs, args, self.runtime, self._sizes(args))
-        if host is None:   # (the sizes it admits need no checks: host_tier.Reach)
+        if host is None:
             return None
-        self.hosted.put(key, host)
+        if key is not None:
+            self.hosted.put(key, host)
         self.stats.host_reuses += 1
         explain.maybe(explain.recompiles, lambda: f"host program of other sizes reused: "
                       f"{self._describe_key(self._key(args))}")
