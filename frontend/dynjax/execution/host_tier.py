@@ -403,6 +403,7 @@ def _same_count(eqn) -> bool:
     types.)"""
     if eqn.primitive.name != "reshape":
         return True
+
     def split(shape):
         dynamic = sorted(id(d) for d in shape if not isinstance(d, (int, np.integer)))
         return dynamic, math.prod(int(d) for d in shape if isinstance(d, (int, np.integer)))
