@@ -1,15 +1,16 @@
 """A host program serving sizes it was not built at (``host_tier.Reach``, ``Segment._reused_host``).
 
 A program whose every step computes from its operands whatever their shapes, and reads no
-value of the sizes, is built once and then serves smaller sizes of the same kind as it is,
+value of the sizes, is built once and then serves other sizes of the same kind as it is,
 instead of a build per size (an eager run recorded, a function generated and checked). Here:
 that it does so for the programs a user writes (elementwise chains, reductions, softmax,
 attention, an MLP, a gradient with matrix-vector products), that what it computes at every
 such size is bit for bit what the impl rules compute there (eager dynjax, the oracle a
 program built at that size is checked against) and close to numpy's, and that it is not
-reused where a size could change what it computes: larger sizes, lengths 0 and 1, a length
-meeting a static one or another length, values computed from the sizes, lengths computed
-from sizes, impl rules on dynamic shapes.
+reused where a size could change what it computes (lengths 0 and 1, a length meeting a
+static one or another length, values computed from the sizes, lengths computed from sizes,
+impl rules on dynamic shapes) or where the host tier would not take it (a larger size whose
+estimate is XLA's, or beyond the tier's limits).
 """
 from __future__ import annotations
 
@@ -91,21 +92,26 @@ def test_one_build_serves_the_smaller_sizes_as_the_impls_compute_them(name, fn, 
     assert f.cache_info()["host_runs"] == 2 * len(sizes)
 
 
-def test_larger_sizes_lengths_0_and_1_and_static_lengths_are_built_anew():
+def test_larger_sizes_are_served_where_the_host_tier_still_takes_them():
+    """A larger size is served by the program where the host tier would take it (its
+    arguments and values within its limits, its estimated time at most XLA's: what a build
+    there decides); a smaller one always is. Lengths 0 and 1 are built anew."""
     f = dynjax.qjit(lambda x: jnp.sum(x * 2.0, axis=0), abstracted_axes=({0: "n"},))
-    built = 0
-    for n, fresh in [(6, True), (8, True), (7, False), (3, True), (2, False), (1, True), (0, True),
-                     (5, False)]:
+
+    def check(n):
         x = _rng(n).standard_normal((n, 3))
         np.testing.assert_array_equal(f(x), np.add.reduce(x * 2.0, axis=0))
-        built += fresh
-        assert f.cache_info()["host_programs"] == built, n
-    # 3 is the length of the other axis: n = 3 was built (above), and a program built at
-    # n = 3 serves no other n
-    g = dynjax.qjit(lambda x: jnp.sum(x * 2.0, axis=0), abstracted_axes=({0: "n"},))
-    for n in (3, 2):
-        g(_rng(n).standard_normal((n, 3)))
-    assert g.cache_info()["host_programs"] == 2 and g.cache_info()["host_reuses"] == 0
+        info = f.cache_info()
+        return info["host_programs"], info["host_reuses"]
+    assert check(6) == (1, 0)
+    assert check(8) == (1, 1)
+    with budget(1e-9):   # any XLA run is now estimated cheaper: a larger size is XLA's
+        runs = f.cache_info()["host_runs"]
+        assert check(10) == (1, 1) and f.cache_info()["host_runs"] == runs
+        assert check(5) == (1, 2)
+    assert check(400) == (1, 2)   # 1,200 elements: beyond the host tier's limit
+    assert check(1) == (2, 2) and check(0) == (3, 2)
+    assert check(7) == (3, 3)
 
 
 def test_a_length_equal_to_a_static_one_inside_the_program_is_not_reused():
@@ -197,10 +203,23 @@ def test_a_new_size_of_a_reusable_program_skips_the_call_path():
         x, y = _rng(n).standard_normal(n), _rng(n + 1).standard_normal(n)
         np.testing.assert_array_equal(f(x, y), np.tanh(x) * y)
     assert taken == [] and f.cache_info()["host_reuses"] == 3 and f.cache_info()["calls"] == 5
+    np.testing.assert_array_equal(f(np.ones(12), np.ones(12)), np.tanh(np.ones(12)))   # larger
+    assert taken == [] and f.cache_info()["host_reuses"] == 4
     x32 = np.ones(4, np.float32)
     assert f(x32, x32).dtype == np.float32                    # another dtype: its own trace
     np.testing.assert_array_equal(f(np.ones((2, 2)), np.ones((2, 2))), np.tanh(np.ones((2, 2))))   # rank
-    np.testing.assert_array_equal(f(np.ones(12), np.ones(12)), np.tanh(np.ones(12)))   # larger
     with pytest.raises(ValueError, match="abstracted axis 'n'"):
         f(np.ones(4), np.ones(5))
-    assert len(taken) == 4
+    assert len(taken) == 3
+
+
+def test_a_larger_size_whose_values_pass_the_host_tiers_limit_is_not_served():
+    f = dynjax.qjit(lambda x, y: jnp.sum(x[:, None] * y[None, :]), abstracted_axes=({0: "n"}, {0: "m"}))
+    x, y = _rng(1).standard_normal(300), _rng(2).standard_normal(200)
+    np.testing.assert_allclose(f(x[:10], y[:9]), np.sum(np.outer(x[:10], y[:9])), rtol=1e-13)
+    np.testing.assert_allclose(f(x[:40], y[:30]), np.sum(np.outer(x[:40], y[:30])), rtol=1e-13)
+    assert f.cache_info()["host_reuses"] == 1
+    runs = f.cache_info()["host_runs"]
+    # 60,000 products: beyond the largest value the host tier computes
+    np.testing.assert_allclose(f(x, y), np.sum(np.outer(x, y)), rtol=1e-12)
+    assert f.cache_info()["host_reuses"] == 1 and f.cache_info()["host_runs"] == runs

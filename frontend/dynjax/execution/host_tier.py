@@ -255,7 +255,8 @@ class _Record:
         self.values: List[Any] = []
         self.known: List[bool] = []
         self.sized: List[bool] = []   # whether a known slot's value depends on a size
-        self.sizes = set()            # the slots of the size arguments
+        self.sizes: Dict[int, int] = {}   # the slots of the size arguments -> their positions
+        self.dims: Dict[int, int] = {}    # id of a dynamic length in a type -> its size's position
         self.static_dims = set()      # every static length in the program's types
         self.polymorphic = True       # whether every length in its types is static or a size argument
         #: known slots that broadcast a value independent of the sizes to a shape of them:
@@ -281,8 +282,16 @@ class _Record:
             for d in getattr(getattr(v, "aval", None), "shape", ()):
                 if isinstance(d, (int, np.integer)):
                     self.static_dims.add(int(d))
-                elif scope.get(id(d)) not in self.sizes:
+                elif scope.get(id(d)) in self.sizes:
+                    self.dims[id(d)] = self.sizes[scope[id(d)]]
+                else:
                     self.polymorphic = False
+
+    def shape_of(self, v) -> tuple:
+        """The shape of a variable's type in a polymorphic program: each length static, or
+        ``(i,)`` for the size argument at position ``i``."""
+        return tuple(int(d) if isinstance(d, (int, np.integer)) else (self.dims[id(d)],)
+                     for d in getattr(getattr(v, "aval", None), "shape", ()))
 
 
 def build(jaxpr: Jaxpr, consts: Sequence[Any], args: Sequence[Any], runtime: Sequence[int],
@@ -301,8 +310,7 @@ def build(jaxpr: Jaxpr, consts: Sequence[Any], args: Sequence[Any], runtime: Seq
         if i in runtime_set:
             inputs.append(scope[id(v)])
         else:
-            rec.sizes.add(scope[id(v)])
-    rec.see_types(jaxpr.invars, scope)
+            rec.sizes[scope[id(v)]] = i
     evaluated = itertools.count()
     try:
         with np.errstate(all="ignore"), interruptible(
@@ -333,7 +341,13 @@ def build(jaxpr: Jaxpr, consts: Sequence[Any], args: Sequence[Any], runtime: Seq
             raise NotHosted("the generated program disagrees with the impl rules")
     program = HostProgram(run, fast, in_avals, len(rec.steps), direct, rec.seconds, list(sizes), source)
     if anywhere:
-        program.reach = Reach(lengths(args, runtime_set), rec.static_dims)
+        try:
+            costs = [(step.eqn.primitive.name, step.eqn.params, step.direct,
+                      rec.shape_of(step.eqn.invars[0]) if step.eqn.invars else (),
+                      [rec.shape_of(v) for v in step.eqn.outvars]) for step in rec.steps]
+        except KeyError:   # a length in a type it has not seen (a constant's): not reused
+            return program
+        program.reach = Reach(lengths(args, runtime_set), rec.static_dims, costs)
     return program
 
 
@@ -433,37 +447,60 @@ def _pattern(lengths: tuple) -> tuple:
 
 
 class Reach:
-    """The sizes a host program built at ``lengths`` serves as it is (see ``admits``)."""
-    __slots__ = ("lengths", "pattern", "static")
+    """The sizes a host program built at ``lengths`` serves as it is (see ``admits``);
+    ``costs``: per step, what its estimate needs (name, parameters, whether a direct call,
+    the shapes of its first operand and of its results, as ``_Record.shape_of`` gives them)."""
+    __slots__ = ("lengths", "pattern", "static", "costs")
 
-    def __init__(self, lengths: tuple, static_dims):
+    def __init__(self, lengths: tuple, static_dims, costs):
         self.lengths = lengths
         self.pattern = _pattern(lengths)
         self.static = frozenset(static_dims)
+        self.costs = costs
 
-    def admits(self, lengths: tuple) -> bool:
-        """Whether the program serves arguments of these lengths: no length larger than at
-        its build (the estimate that chose the host, and its limits, hold there too), the
-        same lengths equal to each other, and every length that changed at least 2 then and
-        now and equal to no static length of the program (so that every shape in it broadcasts,
-        reduces and lays out as at its build: no axis becomes empty or of length 1, no
-        dynamic length meets a static one)."""
-        if len(lengths) != len(self.lengths) or _pattern(lengths) != self.pattern:
+    def admits(self, args: Sequence[Any], runtime) -> bool:
+        """Whether the program serves these arguments of a segment (``runtime``: the
+        positions that stay arguments): the same lengths equal to each other, and every
+        length that changed at least 2 then and now and equal to no static length of the
+        program, so that every shape in it broadcasts, reduces and lays out as at its build
+        (no axis becomes empty or of length 1, no dynamic length meets a static one). Where
+        some length grew, the host tier must also still take these sizes: arguments and
+        values within its limits, and an estimated run time at most XLA's (``build``'s
+        choice, made at these sizes); at smaller ones it does (the estimates grow with the
+        sizes)."""
+        have = lengths(args, runtime)
+        if len(have) != len(self.lengths) or _pattern(have) != self.pattern:
             return False
-        static = self.static
-        for new, old in zip(lengths, self.lengths):
-            if new != old and (new > old or new < 2 or old < 2 or new in static or old in static):
+        static, grew = self.static, False
+        for new, old in zip(have, self.lengths):
+            if new != old:
+                if new < 2 or old < 2 or new in static or old in static:
+                    return False
+                grew = grew or new > old
+        return not grew or self._chosen_at(args, runtime)
+
+    def _chosen_at(self, args, runtime) -> bool:
+        if not all(np.size(args[i]) <= MAX_ELEMENTS if i in runtime else int(args[i]) <= MAX_ELEMENTS
+                   for i in range(len(args))):
+            return False
+        at = lambda shape: tuple(d if d.__class__ is int else int(args[d[0]]) for d in shape)  # noqa: E731
+        host = xla = 0.0
+        for name, params, direct, first_in, outs in self.costs:
+            outs = [at(shape) for shape in outs]
+            if any(math.prod(shape) > MAX_VALUE_ELEMENTS for shape in outs):
                 return False
-        return True
+            h, x = _estimates(name, params, direct, at(first_in), outs)
+            host, xla = host + h, xla + x
+        return host <= XLA_RUN_SECONDS + xla
 
 
 def reuse(programs: Sequence["HostProgram"], args: Sequence[Any], runtime: Sequence[int],
           sizes: Sequence[Any]) -> "HostProgram | None":
     """A host program of ``programs`` that serves these arguments as it is (``Reach``), as
     one at their sizes, or None."""
-    have = lengths(args, set(runtime))
+    runtime_set = set(runtime)
     for program in programs:
-        if program.reach.admits(have):
+        if program.reach.admits(args, runtime_set):
             return program.at(tuple(_Aval(np.shape(args[i]), v.dtype) for i, v in zip(runtime, program.in_avals)),
                               sizes)
     return None
@@ -478,6 +515,7 @@ def _record(jaxpr: Jaxpr, scope: Dict[int, int], rec: _Record, force: bool) -> L
             return rec.slot(np.asarray(a.val, a.aval.dtype), True)
         return scope[id(a)]
 
+    rec.see_types(jaxpr.invars, scope)
     for eqn in jaxpr.eqns:
         in_slots = [slot(a) for a in eqn.invars]
         body = _calls().get(eqn.primitive)
@@ -516,27 +554,29 @@ def _record(jaxpr: Jaxpr, scope: Dict[int, int], rec: _Record, force: bool) -> L
             if len(chosen) > 2 and chosen[2]:
                 rec.broadcasting.add(len(rec.steps) - 1)
             rec.direct += 1
-        host, xla = _estimates(eqn.primitive.name, eqn.params, chosen is not None, ins, outs)
+        host, xla = _estimates(eqn.primitive.name, eqn.params, chosen is not None,
+                               np.shape(ins[0]) if ins else (), [np.shape(x) for x in outs])
         rec.seconds += host
         rec.xla_seconds += xla
         rec.floats = rec.floats or any(np.asarray(x).dtype.kind in "fcV" for x in ins + outs)
     return [slot(a) for a in jaxpr.outvars]
 
 
-def _estimates(name: str, params, direct: bool, ins, outs):
-    """The estimated times of one step on the host and, beyond a run's fixed cost, on XLA:
-    the host's a fixed cost and one per element it writes (or reads, for a reduction), or per
-    product of a matrix product; XLA's per element or product alone (its steps fuse)."""
+def _estimates(name: str, params, direct: bool, first_in: tuple, outs: Sequence[tuple]):
+    """The estimated times of one step on the host and, beyond a run's fixed cost, on XLA,
+    from the shapes of its first operand and of its results: the host's a fixed cost and one
+    per element it writes (or reads, for a reduction), or per product of a matrix product;
+    XLA's per element or product alone (its steps fuse)."""
     fixed = IMPL_SECONDS if not direct else VIEW_SECONDS if name in _VIEWS else DIRECT_SECONDS
-    written = sum(np.size(x) for x in outs)
+    written = sum(math.prod(shape) for shape in outs)
     if name in _VIEWS:
         return fixed, 0.0
     if name.startswith("reduce_"):
-        read = np.size(ins[0])
+        read = math.prod(first_in)
         return fixed + (read + written) * ELEMENT_SECONDS, read * XLA_REDUCED_SECONDS
-    if name == "dot_general" and np.ndim(ins[0]):
+    if name == "dot_general" and first_in:
         (contracting, _), _ = params["dimension_numbers"]
-        products = written * int(np.prod([np.shape(ins[0])[i] for i in contracting], dtype=np.int64))
+        products = written * math.prod(first_in[i] for i in contracting)
         return fixed + products * PRODUCT_SECONDS + written * ELEMENT_SECONDS, products * XLA_PRODUCT_SECONDS
     if name in _TRANSCENDENTAL:
         return fixed + written * TRANSCENDENTAL_SECONDS, written * XLA_TRANSCENDENTAL_SECONDS
