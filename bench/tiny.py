@@ -7,7 +7,7 @@ and framework: the median time per call (of ``--rounds`` rounds, the frameworks 
 in each), and the ratios to numpy. Then the same kinds of programs at a new size at every
 call (``--new-sizes`` distinct sizes in 2..300 in a random order, dynjax with the leading
 axis abstracted): the mean time per call of dynjax, numpy and torch (eager), each size's
-first call included. Columns: dynjax as a user gets it (the host tier serves
+first call included (the mean; the median too). Columns: dynjax as a user gets it (the host tier serves
 what it times below its budget), dynjax with ``DYNJAX_HOST_TIER=off`` (XLA), ``jax.jit``,
 ``torch.compile`` (``dynamic=False``; where torch is installed) and numpy. Every result is
 checked against numpy. "tier" says which tier dynjax used (host or XLA).
@@ -84,7 +84,8 @@ NEW_SIZES = [
 def new_sizes(count: int):
     """The mean time per call at a new size every call (see the module docstring)."""
     sizes = np.random.default_rng(0).permutation(np.arange(2, 301))[:count]
-    print(f"\n{count} calls at distinct sizes in 2..300 (the first call at each size):\n")
+    print(f"\n{count} calls at distinct sizes in 2..300 (the first call at each size; mean, and median"
+          " in parentheses: the mean holds dynjax's first call, which traces):\n")
     print("| program | dynjax | numpy | " + ("torch | " if torch is not None else "") + "dynjax / numpy | dynjax runs |")
     print("|---|---:|---:|" + ("---:|" if torch is not None else "") + "---:|---|")
     for name, fn, make, torch_fn in NEW_SIZES:
@@ -94,21 +95,22 @@ def new_sizes(count: int):
         peers = {"dynjax": f, "numpy": functools.partial(fn, np)}
         if torch is not None:
             peers["torch"] = lambda *a, _t=torch_fn: _t(*[torch.from_numpy(x) for x in a])
-        total = {k: 0.0 for k in peers}
+        times = {k: [] for k in peers}
         for args in inputs:
             want = fn(np, *args)
             for label, g in peers.items():
                 start = time.perf_counter()
                 got = g(*args)
-                total[label] += time.perf_counter() - start
+                times[label].append(time.perf_counter() - start)
                 np.testing.assert_allclose(np.asarray(got), want, rtol=1e-13, atol=1e-14, err_msg=f"{name}: {label}")
-        mean = {k: v / len(inputs) for k, v in total.items()}
+        mean = {k: statistics.mean(v) for k, v in times.items()}
+        median = {k: statistics.median(v) for k, v in times.items()}
+        cell = lambda k: f"{mean[k] * 1e6:.1f} µs ({median[k] * 1e6:.1f} µs)"  # noqa: E731
         info = f.cache_info()
         runs = (f"{info['host_programs']} host programs built, {info['host_reuses']} sizes served by one "
                 f"of them, {info['compilations'] + info['padded_compilations']} compiles")
-        print(f"| {name} | {mean['dynjax'] * 1e6:.1f} µs | {mean['numpy'] * 1e6:.1f} µs | "
-              + (f"{mean['torch'] * 1e6:.1f} µs | " if torch is not None else "")
-              + f"{mean['dynjax'] / mean['numpy']:.1f}x | {runs} |")
+        print(f"| {name} | {cell('dynjax')} | {cell('numpy')} | " + (f"{cell('torch')} | " if torch is not None else "")
+              + f"{mean['dynjax'] / mean['numpy']:.1f}x ({median['dynjax'] / median['numpy']:.1f}x) | {runs} |")
 
 
 def _time(fn, args, number):

@@ -450,13 +450,16 @@ class Reach:
     """The sizes a host program built at ``lengths`` serves as it is (see ``admits``);
     ``costs``: per step, what its estimate needs (name, parameters, whether a direct call,
     the shapes of its first operand and of its results, as ``_Record.shape_of`` gives them)."""
-    __slots__ = ("lengths", "pattern", "static", "costs")
+    __slots__ = ("lengths", "pattern", "static", "costs", "ceiling")
 
     def __init__(self, lengths: tuple, static_dims, costs):
         self.lengths = lengths
         self.pattern = _pattern(lengths)
         self.static = frozenset(static_dims)
         self.costs = costs
+        #: lengths the host tier takes (the build's, or larger ones admitted since): the
+        #: estimates and limits grow with every length, so lengths below them pass too
+        self.ceiling = lengths
 
     def admits(self, args: Sequence[Any], runtime) -> bool:
         """Whether the program serves these arguments of a segment (``runtime``: the
@@ -472,12 +475,18 @@ class Reach:
         if len(have) != len(self.lengths) or _pattern(have) != self.pattern:
             return False
         static, grew = self.static, False
-        for new, old in zip(have, self.lengths):
+        for new, old, top in zip(have, self.lengths, self.ceiling):
             if new != old:
                 if new < 2 or old < 2 or new in static or old in static:
                     return False
-                grew = grew or new > old
-        return not grew or self._chosen_at(args, runtime)
+                grew = grew or new > top
+        if not grew:
+            return True
+        if not self._chosen_at(args, runtime):
+            return False
+        if all(new >= top for new, top in zip(have, self.ceiling)):
+            self.ceiling = have
+        return True
 
     def _chosen_at(self, args, runtime) -> bool:
         if not all(np.size(args[i]) <= MAX_ELEMENTS if i in runtime else int(args[i]) <= MAX_ELEMENTS
