@@ -21,7 +21,7 @@ from hypothesis import given, settings, strategies as st
 import dynjax
 import dynjax.numpy as jnp
 from dynjax.execution import host_tier
-from helpers import examples
+from helpers import examples, in_threads
 from test_host_tier import budget, host_tier_is
 
 import test_eager_vs_compiled as evc
@@ -227,6 +227,25 @@ def test_a_larger_size_whose_values_pass_the_host_tiers_limit_is_not_served():
     # 60,000 products: beyond the largest value the host tier computes
     np.testing.assert_allclose(f(x, y), np.sum(np.outer(x, y)), rtol=1e-12)
     assert f.cache_info()["host_reuses"] == 1 and f.cache_info()["host_runs"] == runs
+
+
+def test_threads_at_new_sizes_share_programs_and_their_contexts():
+    """Four threads at random small sizes: the programs, their reach and their contexts are
+    shared (a thread that finds a program's context entered runs its plain function); every
+    result is numpy's."""
+    f = dynjax.qjit(lambda x, y: jnp.sum(jnp.tanh(x) * y, axis=0) + 1.0,
+                    abstracted_axes=({0: "n"}, {0: "n"}))
+
+    def work(seed):
+        rng = _rng(seed)
+        for _ in range(300):
+            n = int(rng.integers(2, 60))
+            x, y = rng.standard_normal((n, 3)), rng.standard_normal((n, 3))
+            np.testing.assert_allclose(f(x, y), np.sum(np.tanh(x) * y, axis=0) + 1.0, rtol=1e-13)
+    in_threads(work, range(4))
+    info = f.cache_info()
+    assert info["host_runs"] == 1200 and info["compilations"] == 0
+    assert info["host_programs"] <= 6 and info["host_reuses"] >= 50   # (58 sizes; 3 is a static length)
 
 
 # Every primitive, as test_eager_vs_compiled draws it, with the leading axis of every operand
