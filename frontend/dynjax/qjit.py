@@ -182,8 +182,8 @@ class QJIT:
         self._erased_axes = BoundedCache(self.cache_size)
         self._bound_arities = set()   # numbers of positional arguments the signature takes
         self._fast_hit = self._fast.peek               # its lookup without the recency update
-        #: (trace entry, argument ranks) of the latest direct call served by a host program
-        #: that serves other sizes as it is (``_at_other_sizes``)
+        #: (trace entry, argument ranks, its plan after the program) of the latest direct call
+        #: served by a host program that serves other sizes as it is (``_at_other_sizes``)
         self._reusing = None
         self._last: Optional[_Entry] = None   # introspection only (f.jaxpr): the latest call's trace
         self._aot_leaves = None
@@ -393,7 +393,7 @@ class QJIT:
         dispatch table, else ``_MISS``. Arrays of the trace's dtypes and ranks, nothing being
         traced: what the call's own path would check, the program's ``Reach`` checks (a
         length that changes is dynamic in the trace)."""
-        entry, ranks = self._reusing
+        entry, ranks, tail = self._reusing
         if STAGING[0] != 0 or len(args) != len(ranks):
             return _MISS
         for a, dtype, rank in zip(args, entry.dtypes, ranks):
@@ -410,7 +410,8 @@ class QJIT:
         outs, host = served
         self.calls += 1
         self._last = entry
-        self._register_fast(entry, host, args)
+        # the plan ``_register_fast`` makes of it (what it checks, checked above)
+        self._fast.put(tuple([(a.shape, a.dtype) for a in args]), (entry, host) + tail)
         return pytree.tree_unflatten(entry.traced.out_tree, [outs[i] for i in entry.explicit])
 
     def _one_array_plan(self, a):
@@ -592,12 +593,12 @@ class QJIT:
         runtime = None if runtime == list(range(len(args))) else runtime
         plan = (entry, exe, runtime, entry.explicit, single,
                 3 if exe.__class__ is HostProgram else 2 if exe in seg.promoted else True)
-        if plan[5] == 3 and exe.reach is not None and self._aot_leaves is None and \
-                self.in_shardings is None and self.out_shardings is None:
-            self._reusing = (entry, tuple([np.ndim(a) for a in args]))
         by_value = tuple(p - nimp for p in seg.baked if p >= nimp)
         if not by_value:
             self._fast.put(keys, plan)
+            if plan[5] == 3 and exe.reach is not None and self._aot_leaves is None and \
+                    self.in_shardings is None and self.out_shardings is None:
+                self._reusing = (entry, tuple([np.ndim(a) for a in args]), plan[2:])
             return
         node = self._fast.get(keys)
         if node.__class__ is not _ByValue or node.positions != by_value:
