@@ -272,3 +272,21 @@ def test_every_primitive_at_other_sizes_computes_what_the_impls_compute(name, da
     assert len(got) == len(expected)
     for k, (e, g) in enumerate(zip(expected, got)):
         evc.assert_agree(e, g, "exact", 0, f"{name} at {np.shape(args[0])[0]} rows, output {k}", flush=False)
+
+
+@pytest.mark.usefixtures("compile_ahead")
+def test_the_first_small_size_beside_compiled_buckets_is_built_to_serve_the_others():
+    """A small size met once runs in a compiled bucket that holds it, but the program's
+    first one is built for the host: where that program serves other sizes, the later small
+    sizes are served by it, not by the bucket. (Where it does not, as for a cumulative sum,
+    sizes met once stay the bucket's: test_host_tier.py.)"""
+    from dynjax.execution.tiers import wait_for_background
+    f = dynjax.qjit(lambda x: jnp.tanh(x) * 2.0, abstracted_axes=({0: "n"},))
+    x = np.linspace(-1, 1, 3000)   # too large for the host: compiled, its buckets queued
+    np.testing.assert_allclose(f(x), np.tanh(x) * 2.0, rtol=1e-13)
+    wait_for_background()
+    assert f.cache_info()["padded_compilations"] >= 1
+    for n in (7, 5, 9, 12):
+        np.testing.assert_array_equal(f(x[:n]), np.tanh(x[:n]) * 2.0)
+    info = f.cache_info()
+    assert (info["host_programs"], info["host_reuses"], info["padded_runs"]) == (1, 3, 0), info

@@ -75,6 +75,8 @@ class Segment:
         self.host_served = False                        # whether it has served a call
         #: the latest host programs that serve other sizes as they are (``host_tier.Reach``)
         self.reusable_hosts: tuple = ()
+        #: whether its host programs serve other sizes (None: none built yet)
+        self.host_reusable: Optional[bool] = None
         # introspection only (f.mlir_specialized, f.hlo): never read on a call path
         self.last_specialized: Optional[str] = None
         self.last_executable = None
@@ -193,8 +195,11 @@ class Segment:
             host = self._reused_host(args, key)
             if host is not None:
                 return host
-            if pol != "always" and self.calls_at.get(key) is None and self._compiled_bucket_holds(args):
-                return None   # the bucket serves a size met once; a size that recurs is built
+            if pol != "always" and self.calls_at.get(key) is None and self._compiled_bucket_holds(args) \
+                    and self.host_reusable is not None:
+                # the bucket serves a size met once; a size that recurs is built (and so is
+                # the first, which may make a program that serves every other small size)
+                return None
             host = self.hosted.get_or_fill(key, lambda: self._build_host(args, pol == "always"))
         return None if host is _NOT_HOSTED else host
 
@@ -256,6 +261,7 @@ class Segment:
         self.stats.host_programs += 1
         if host.reach is not None:
             self.reusable_hosts = (host,) + self.reusable_hosts[:REUSABLE_HOSTS - 1]
+        self.host_reusable = bool(self.host_reusable) or host.reach is not None
         explain.maybe(explain.recompiles, lambda: f"host program of {host.equations} numpy calls "
                       f"({host.direct} direct), {host.seconds * 1e6:.1f} us: "
                       f"{self._describe_key(self._key(args))}")
