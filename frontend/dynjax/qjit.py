@@ -21,7 +21,7 @@ import functools
 import inspect
 import types
 import warnings
-from typing import Callable, Dict, Optional
+from typing import Callable, Optional
 
 import numpy as np
 
@@ -36,6 +36,7 @@ from .execution.calls import ProgramCall, coerce_leaf, describe_input_fn, entry_
 from .execution.masked_reductions import rewrite_masked_reductions
 from .execution.program import Program, Stats
 from .execution.sharded_runs import check_shardings, leaf_shardings, run_sharded
+from .qjit_introspection import Introspection
 from .tracing import (ShapeDtypeStruct, TracedFunction, _axis_names, _per_arg_specs, _spec_leaves,
                       implicit_values, leaf_aval, named_lists_as_arrays, normalize_static_argnums,
                       trace_function)
@@ -139,7 +140,7 @@ def _leaf_key(x):
     return (t, getattr(x, "shape", None), str(getattr(x, "dtype", None)))
 
 
-class QJIT:
+class QJIT(Introspection):
     """A function compiled just in time; see the module docstring."""
 
     def __init__(self, fun: Callable, static_argnums=None, static_argnames=None, abstracted_axes=None,
@@ -723,85 +724,6 @@ class QJIT:
 
     def _coerce(self, x, dtype, i, sig):
         return coerce_leaf(x, dtype, sig.leaf_where[i])
-
-    # --- introspection -----------------------------------------------------------------------
-    def _entry(self) -> Optional[_Entry]:
-        """The latest call's trace, else any trace (ahead-of-time), else None."""
-        if self._last is not None:
-            return self._last
-        traced = self._by_abstract.values()
-        return traced[-1] if traced else None
-
-    def _entry_compiled(self) -> Optional[_Entry]:
-        """``_entry()``, with an exact executable for each segment that the host tier served
-        at the latest call (``Segment.xla_view``): what ``mlir_specialized`` and ``hlo`` show."""
-        e = self._entry()
-        for s in e.program.segments() if e else ():
-            getattr(s, "xla_view", lambda: None)()   # (host steps have none)
-        return e
-
-    @property
-    def jaxpr(self):
-        """The ClosedJaxpr of the latest call's trace (None before the first call, unless
-        compiled ahead of time)."""
-        e = self._entry()
-        return None if e is None else e.traced.closed_jaxpr
-
-    @property
-    def mlir(self) -> Optional[str]:
-        """The dynamic StableHLO module (``?`` dims) of the latest call's trace (None before
-        the first call, unless compiled ahead of time)."""
-        from .lowering import module_text
-        e = self._entry()
-        if e is None:
-            return None
-        if e.mlir is None:
-            e.mlir = module_text(e.closed)   # the program that runs
-        return e.mlir
-
-    @property
-    def mlir_specialized(self) -> Optional[str]:
-        """The static modules compiled for the latest call's signature (None before a call)."""
-        e = self._entry_compiled()
-        texts = [s.last_specialized for s in e.program.segments() if s.last_specialized] if e else []
-        return "\n".join(texts) if texts else None
-
-    @property
-    def hlo(self) -> Optional[str]:
-        """XLA's optimized HLO of the executables used by the latest call (None before a call)."""
-        from .runtime import hlo_text
-        e = self._entry_compiled()
-        texts = [hlo_text(s.last_executable) for s in e.program.segments()
-                 if s.last_executable is not None] if e else []
-        return "\n".join(texts) if texts else None
-
-    def cost(self, *args, **kwargs):
-        """The cost model of this function for arguments like ``args`` (its own
-        ``abstracted_axes`` and static arguments): FLOPs, transcendentals and bytes as
-        formulas in the dynamic dims (``dynjax.cost_model``)."""
-        from .cost_model import jaxpr_cost, parameter_names
-        self._check_call(args, kwargs)
-        args, kwargs, static_kwargs = self._bind_kwargs(args, kwargs)
-        args = self._lists_as_arrays(args)
-        jaxpr = self._lookup(args, kwargs, static_kwargs).traced.closed_jaxpr.jaxpr
-        return jaxpr_cost(jaxpr, names=parameter_names(jaxpr, self.fun, args, self.static_argnums))
-
-    def cache_info(self) -> Dict[str, int]:
-        """How many traces, lowerings, specializations and compilations happened, and which
-        tier served the runs (``exact_runs``: exact-size executables, ``padded_runs``: a size
-        bucket's padded one, ``eager_runs``: numpy while the bucket compiled; see
-        ``execution.tiers``), and the background work: ``exact_compilations`` exact
-        executables made for recurring sizes and ``exact_calls_served`` the calls they served,
-        ``queued_jobs`` this function's jobs waiting for the compile thread now and
-        ``dropped_jobs`` those the full queue dropped. ``inlined_traces`` counts the traces
-        made for calls inside another trace or transformation (inlined, not compiled)."""
-        from .execution.summary import cache_info
-        return cache_info(self)
-
-    def explain(self) -> str:
-        """A readable summary of what this function traced, compiled and ran (``dynjax.explain``)."""
-        from .execution.summary import explain_function
-        return explain_function(self)
 
 
 def _common_dim(sig, occurrences, avals):
