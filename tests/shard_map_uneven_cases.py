@@ -220,6 +220,28 @@ def in_a_sharded_qjit():
 
 
 @case
+def a_first_compile_builds_nothing_at_small_sizes_its_blocks_refuse():
+    """A program's first compile also builds its host program at small sizes cut from the
+    call's (``Segment._build_host_ahead``): where those split unevenly and the program
+    refuses that (a psum of the blocks themselves), the call is served all the same."""
+    import dynjax
+    from dynjax import lax
+    from dynjax.sharding import PartitionSpec as P
+    mesh = dynjax.make_mesh((4,), ("d",))
+    total = dynjax.qjit(dynjax.shard_map(lambda block: lax.psum(block, "d"), mesh=mesh, in_specs=P("d"),
+                                         out_specs=P()), abstracted_axes=({0: "n"},))
+    before = os.environ.get("DYNJAX_HOST_TIER")
+    os.environ["DYNJAX_HOST_TIER"] = "auto"   # (the suite turns the host tier off)
+    try:
+        for n in (4000, 8, 12):
+            x = np.arange(float(n))
+            np.testing.assert_array_equal(total(x), x.reshape(4, -1).sum(axis=0))
+        raises(ValueError, total, np.arange(13.0), match="psum")
+    finally:
+        os.environ.pop("DYNJAX_HOST_TIER") if before is None else os.environ.update(DYNJAX_HOST_TIER=before)
+
+
+@case
 def what_needs_blocks_of_one_length_is_a_value_error():
     """A collective of the block itself, a result sized by the block length but not put back
     over the mesh, a block length returned unsplit, or a body that cannot run padded: fine at

@@ -275,18 +275,89 @@ def test_every_primitive_at_other_sizes_computes_what_the_impls_compute(name, da
 
 
 @pytest.mark.usefixtures("compile_ahead")
-def test_the_first_small_size_beside_compiled_buckets_is_built_to_serve_the_others():
-    """A small size met once runs in a compiled bucket that holds it, but the program's
-    first one is built for the host: where that program serves other sizes, the later small
-    sizes are served by it, not by the bucket. (Where it does not, as for a cumulative sum,
-    sizes met once stay the bucket's: test_host_tier.py.)"""
+def test_the_first_compile_builds_a_host_program_that_serves_the_small_sizes():
+    """A program's first compile also builds its host program at a small size (the
+    arguments cut to it): every small size after it is served by that program, none waits
+    for a build of its own, and none runs in a compiled bucket."""
     from dynjax.execution.tiers import wait_for_background
     f = dynjax.qjit(lambda x: jnp.tanh(x) * 2.0, abstracted_axes=({0: "n"},))
     x = np.linspace(-1, 1, 3000)   # too large for the host: compiled, its buckets queued
     np.testing.assert_allclose(f(x), np.tanh(x) * 2.0, rtol=1e-13)
     wait_for_background()
-    assert f.cache_info()["padded_compilations"] >= 1
-    for n in (7, 5, 9, 12):
+    info = f.cache_info()
+    assert (info["compilations"], info["host_programs"], info["host_runs"]) == (1, 1, 0), info
+    assert info["padded_compilations"] >= 1
+    assert _reusable(f)[0].reach.lengths == (5, 5)   # (the size, x's shape)
+    for n in (7, 5, 9, 12, 300):
         np.testing.assert_array_equal(f(x[:n]), np.tanh(x[:n]) * 2.0)
+    info = f.cache_info()
+    assert (info["host_programs"], info["host_reuses"], info["host_runs"], info["padded_runs"]) == (1, 5, 5, 0), info
+
+
+def _reusable(f):
+    return f._entry().program.single.reusable_hosts
+
+
+def test_the_sizes_a_first_compile_cuts_to_keep_their_order_and_pattern():
+    """Each distinct size is cut to its own small length, in the sizes' order, equal sizes to
+    one, none equal to a static length of the arguments (6 here: 5, then 7); the program
+    then serves the sizes of that pattern (x and z of one length, y of another)."""
+    f = dynjax.qjit(lambda x, y, z: (jnp.tanh(x.sum(1)[:, None] * y[None, :]), x + z),
+                    abstracted_axes=({0: "n"}, {0: "m"}, {0: "n"}))
+    rng = _rng(5)
+    x, y, z = rng.standard_normal((1500, 6)), rng.standard_normal(2000), rng.standard_normal((1500, 6))
+    f(x, y, z)
+    assert f.cache_info()["host_programs"] == 1
+    assert _reusable(f)[0].reach.lengths == (5, 7, 5, 6, 7, 5, 6)   # (n, m, the shapes of x, y, z)
+    f2 = dynjax.qjit(lambda x, y: x.sum() + y.sum(), abstracted_axes=({0: "n"}, {0: "m"}))
+    f2(y, x[:, 0])   # the larger size first: it keeps the larger length
+    assert _reusable(f2)[0].reach.lengths == (6, 5, 6, 5)
+    for n, m in ((3, 8), (9, 4), (8, 2), (12, 12)):
+        a, b, c = x[:n], y[:m], z[:n]
+        got = f(a, b, c)
+        np.testing.assert_array_equal(got[0], np.tanh(a.sum(1)[:, None] * b[None, :]))
+        np.testing.assert_array_equal(got[1], a + c)
+    info = f.cache_info()
+    # (12, 12): two equal lengths where the build had two different ones: built for itself
+    assert (info["host_programs"], info["host_reuses"]) == (2, 3), info
+
+
+@pytest.mark.parametrize("case", ["a size already small", "a size only passed as a value", "a list argument"])
+def test_no_host_program_is_built_at_the_first_compile_where_the_sizes_cannot_be_cut(case):
+    """No build ahead where a size is already no larger than the lengths it would be cut to,
+    or where a size is not the length of an argument's axis (what it means is the user's)."""
+    x = np.linspace(0, 1, 2000)
+    if case == "a size already small":
+        f = dynjax.qjit(lambda x, y: x[:, None] * y[None, :], abstracted_axes=({0: "n"}, {0: "m"}))
+        args = (x, x[:5])
+    elif case == "a size only passed as a value":
+        f = dynjax.qjit(lambda x, k: x * jnp.zeros(k).sum() + x, abstracted_axes=({0: "n"}, None))
+        args = (x, 3000)
+    else:
+        f = dynjax.qjit(lambda xs: xs[0] * xs[1], abstracted_axes=([{0: "n"}, {0: "n"}],))
+        args = ([x, x],)
+    want = np.asarray(f(*args))
+    if case != "a list argument":
+        assert f.cache_info()["host_programs"] == 0
+    else:   # (a list of arrays is cut as arrays are)
+        assert f.cache_info()["host_programs"] == 1
+    np.testing.assert_array_equal(np.asarray(f(*args)), want)
+
+
+@pytest.mark.usefixtures("compile_ahead")
+def test_the_first_small_size_beside_compiled_buckets_is_built_to_serve_the_others():
+    """Where the first compile built no host program (a size was already small), a small
+    size met once runs in a compiled bucket that holds it, but the program's first one is
+    built for the host: where that program serves other sizes, the later small sizes are
+    served by it, not by the bucket. (Where it does not, as for a cumulative sum, sizes met
+    once stay the bucket's: test_host_tier.py.)"""
+    from dynjax.execution.tiers import wait_for_background
+    f = dynjax.qjit(lambda x, y: jnp.tanh(x[:, None] * y[None, :]), abstracted_axes=({0: "n"}, {0: "m"}))
+    x, y = np.linspace(-1, 1, 3000), np.linspace(0, 1, 4)
+    np.testing.assert_allclose(f(x, y), np.tanh(x[:, None] * y[None, :]), rtol=1e-13)
+    wait_for_background()
+    assert f.cache_info()["padded_compilations"] >= 1 and f.cache_info()["host_programs"] == 0
+    for n in (7, 5, 9, 12):
+        np.testing.assert_array_equal(f(x[:n], y), np.tanh(x[:n, None] * y[None, :]))
     info = f.cache_info()
     assert (info["host_programs"], info["host_reuses"], info["padded_runs"]) == (1, 3, 0), info

@@ -47,7 +47,8 @@ import numpy as np
 from ..core.interpret import Interrupted, interruptible
 from ..core.jaxpr import ClosedJaxpr, Jaxpr, Literal
 from ..core.primitive import impl_rules
-from .host_kernels import ANY, FLOATS, REGISTERED, dtypes_of, host_kernels, reach, register_kernels
+from . import host_reach   # (which reads this module's limits and estimates when used)
+from .host_kernels import FLOATS, REGISTERED, dtypes_of, host_kernels, register_kernels
 from .tiers import EnvChoice
 
 #: a segment's arguments (and each of its constants) of at most this many elements may run
@@ -322,9 +323,9 @@ def build(jaxpr: Jaxpr, consts: Sequence[Any], args: Sequence[Any], runtime: Seq
     if not force and rec.seconds > xla_seconds:
         raise NotHosted(f"estimated {rec.seconds * 1e6:.1f} us on the host, "
                         f"{xla_seconds * 1e6:.1f} us on XLA")
-    _unsized_broadcasts(rec, results)
+    host_reach.unsized_broadcasts(rec, results)
     _lazy_views(rec, results)
-    anywhere = _hold_anywhere(rec, results)
+    anywhere = host_reach.hold_anywhere(rec, results)
     expected = [np.asarray(rec.values[k]) for k in results]
     in_avals = tuple(_Aval(np.shape(args[i]), jaxpr.invars[i].aval.dtype) for i in runtime)
     arguments = [args[i] for i in runtime]
@@ -335,184 +336,34 @@ def build(jaxpr: Jaxpr, consts: Sequence[Any], args: Sequence[Any], runtime: Seq
         for step in rec.steps:
             step.kernel, step.fresh, step.direct = _impl_kernel(step.eqn), False, False
         direct = 0
-        anywhere = _hold_anywhere(rec, results)
+        anywhere = host_reach.hold_anywhere(rec, results)
         run, fast, source = _generate(rec, inputs, results, out_avals)
         if not _agrees((run, fast), arguments, expected, list(consts)):
             raise NotHosted("the generated program disagrees with the impl rules")
     program = HostProgram(run, fast, in_avals, len(rec.steps), direct, rec.seconds, list(sizes), source)
     if anywhere:
         try:
-            costs = [(step.eqn.primitive.name, step.eqn.params, step.direct,
-                      rec.shape_of(step.eqn.invars[0]) if step.eqn.invars else (),
-                      [rec.shape_of(v) for v in step.eqn.outvars]) for step in rec.steps]
+            program.reach = _reach(rec, host_reach.lengths(args, runtime_set))
         except KeyError:   # a length in a type it has not seen (a constant's): not reused
-            return program
-        program.reach = Reach(lengths(args, runtime_set), rec.static_dims, costs)
+            pass
     return program
 
 
-# ----------------------------------------------------------------------------------------------
-# The same program at other sizes
-# ----------------------------------------------------------------------------------------------
-# A new size costs a host program's build (an eager run of the impl rules, recorded, then a
-# function generated and checked: 0.1-0.5 ms) where its runs take a few microseconds, so a
-# stream of small sizes would be built size by size. A program whose every step computes
-# from its operands whatever their shapes (``host_kernels.reach``) and reads no value of the
-# sizes serves other sizes as it is: those in ``Reach.admits``.
-
-def _hold_anywhere(rec: _Record, results: Sequence[int]) -> bool:
-    """Whether the recorded program computes, at other sizes, what the impl rules compute
-    there: every length in its types static or a size argument, no step reading a value
-    computed from the sizes (folded in as a constant) and none returned, and every kernel
-    holding at any shapes, or at static ones where its equation's shapes are static. Where
-    it does, a kernel that bakes in dynamic shapes is swapped for its ``anywhere`` form."""
-    if not rec.polymorphic or any(rec.sized[k] for k in results):
-        return False
-    swaps = []
+def _reach(rec: _Record, at: tuple) -> "host_reach.Reach":
+    """The ``Reach`` of a program that holds at other sizes, built at lengths ``at``: its
+    estimates and the element counts of its values as polynomials of the sizes."""
+    host = xla = 0.0
+    values = {}
     for step in rec.steps:
-        kernel = step.kernel
-        reads = getattr(kernel, "reads", None)
-        if any(rec.sized[k] for k in (step.ins if reads is None else step.ins[:reads])):
-            return False
-        if reach(kernel) != ANY and not _static_types(step.eqn):
-            if getattr(kernel, "anywhere", None) is None or not _same_count(step.eqn):
-                return False
-            swaps.append(step)
-    for step in swaps:
-        step.kernel = step.kernel.anywhere
-    return True
-
-
-def _unsized_broadcasts(rec: _Record, results: Sequence[int]) -> None:
-    """A constant broadcast to a shape of the sizes (``2.0`` to ``(n,)``, as gradients make
-    them) that only ufuncs read is folded in as the value with axes of length 1 inserted:
-    the ufuncs broadcast it themselves, at any sizes (where each still broadcasts to the
-    shape it computed; before ``_lazy_views``, which keeps that so)."""
-    readers: Dict[int, List[int]] = {}
-    for k, step in enumerate(rec.steps):
-        for slot in step.ins:
-            if slot in rec.broadcasts and slot not in results:
-                readers.setdefault(slot, []).append(k)
-    for slot, ks in readers.items():
-        source, dims = rec.broadcasts[slot]
-        value = np.asarray(rec.values[source])
-        ndim = np.ndim(rec.values[slot])
-        if not all(k in rec.broadcasting for k in ks) or list(dims) != sorted(dims):
-            continue
-        small = value[tuple(slice(None) if d in dims else None for d in range(ndim))]
-        shapes = {j: np.shape(rec.values[j]) for k in ks for j in rec.steps[k].ins}
-        shapes[slot] = small.shape
-        try:
-            ok = all(np.broadcast_shapes(*[shapes[j] for j in rec.steps[k].ins]) ==
-                     np.shape(rec.values[rec.steps[k].outs[0]]) for k in ks)
-        except ValueError:
-            ok = False
-        if ok:
-            rec.values[slot], rec.sized[slot] = small, False
-
-
-def _same_count(eqn) -> bool:
-    """Whether a reshape keeps its element count at every size: the same dynamic lengths on
-    both sides, and equal products of the static ones. (Other equations keep it by their
-    types.)"""
-    if eqn.primitive.name != "reshape":
-        return True
-
-    def split(shape):
-        dynamic = sorted(id(d) for d in shape if not isinstance(d, (int, np.integer)))
-        return dynamic, math.prod(int(d) for d in shape if isinstance(d, (int, np.integer)))
-    return split(eqn.invars[0].aval.shape) == split(eqn.outvars[0].aval.shape)
-
-
-def _static_types(eqn) -> bool:
-    return all(isinstance(d, (int, np.integer)) for v in list(eqn.invars) + list(eqn.outvars)
-               for d in getattr(getattr(v, "aval", None), "shape", ()))
-
-
-def lengths(args: Sequence[Any], runtime) -> tuple:
-    """A segment's arguments as one tuple of lengths: each size, each runtime argument's
-    shape."""
-    out = []
-    for i, a in enumerate(args):
-        if i in runtime:
-            out.extend(np.shape(a))
-        else:
-            out.append(int(a))
-    return tuple(out)
-
-
-def _pattern(lengths: tuple) -> tuple:
-    """Which lengths are equal: each one's first position."""
-    return tuple([lengths.index(d) for d in lengths])
-
-
-class Reach:
-    """The sizes a host program built at ``lengths`` serves as it is (see ``admits``);
-    ``costs``: per step, what its estimate needs (name, parameters, whether a direct call,
-    the shapes of its first operand and of its results, as ``_Record.shape_of`` gives them)."""
-    __slots__ = ("lengths", "pattern", "static", "costs", "ceiling")
-
-    def __init__(self, lengths: tuple, static_dims, costs):
-        self.lengths = lengths
-        self.pattern = _pattern(lengths)
-        self.static = frozenset(static_dims)
-        self.costs = costs
-        #: lengths the host tier takes (the build's, or larger ones admitted since): the
-        #: estimates and limits grow with every length, so lengths below them pass too
-        self.ceiling = lengths
-
-    def admits(self, args: Sequence[Any], runtime) -> bool:
-        """Whether the program serves these arguments of a segment (``runtime``: the
-        positions that stay arguments): the same lengths equal to each other, and every
-        length that changed at least 2 then and now and equal to no static length of the
-        program, so that every shape in it broadcasts, reduces and lays out as at its build
-        (no axis becomes empty or of length 1, no dynamic length meets a static one). Where
-        some length grew, the host tier must also still take these sizes: arguments and
-        values within its limits, and an estimated run time at most XLA's (``build``'s
-        choice, made at these sizes); at smaller ones it does (the estimates grow with the
-        sizes)."""
-        have = lengths(args, runtime)
-        if len(have) != len(self.lengths) or _pattern(have) != self.pattern:
-            return False
-        static, grew = self.static, False
-        for new, old, top in zip(have, self.lengths, self.ceiling):
-            if new != old:
-                if new < 2 or old < 2 or new in static or old in static:
-                    return False
-                grew = grew or new > top
-        if not grew:
-            return True
-        if not self._chosen_at(args, runtime):
-            return False
-        if all(new >= top for new, top in zip(have, self.ceiling)):
-            self.ceiling = have
-        return True
-
-    def _chosen_at(self, args, runtime) -> bool:
-        if not all(np.size(args[i]) <= MAX_ELEMENTS if i in runtime else int(args[i]) <= MAX_ELEMENTS
-                   for i in range(len(args))):
-            return False
-        at = lambda shape: tuple(d if d.__class__ is int else int(args[d[0]]) for d in shape)  # noqa: E731
-        host = xla = 0.0
-        for name, params, direct, first_in, outs in self.costs:
-            outs = [at(shape) for shape in outs]
-            if any(math.prod(shape) > MAX_VALUE_ELEMENTS for shape in outs):
-                return False
-            h, x = _estimates(name, params, direct, at(first_in), outs)
-            host, xla = host + h, xla + x
-        return host <= XLA_RUN_SECONDS + xla
-
-
-def reuse(programs: Sequence["HostProgram"], args: Sequence[Any], runtime: Sequence[int],
-          sizes: Sequence[Any]) -> "HostProgram | None":
-    """A host program of ``programs`` that serves these arguments as it is (``Reach``), as
-    one at their sizes, or None."""
-    runtime_set = set(runtime)
-    for program in programs:
-        if program.reach.admits(args, runtime_set):
-            return program.at(tuple(_Aval(np.shape(args[i]), v.dtype) for i, v in zip(runtime, program.in_avals)),
-                              sizes)
-    return None
+        first_in = host_reach.symbolic(rec.shape_of(step.eqn.invars[0])) if step.eqn.invars else ()
+        outs = [host_reach.symbolic(rec.shape_of(v)) for v in step.eqn.outvars]
+        h, x = _estimates(step.eqn.primitive.name, step.eqn.params, step.direct, first_in, outs)
+        host, xla = host + h, xla + x
+        for shape in outs:   # a count is one term: the largest of each kind
+            for k, c in host_reach.Polynomial._of(math.prod(shape)).terms.items():
+                values[k] = max(values.get(k, 0.0), c)
+    return host_reach.Reach(at, rec.static_dims, host, xla,
+                            [host_reach.Polynomial({k: c}) for k, c in values.items()])
 
 
 def _record(jaxpr: Jaxpr, scope: Dict[int, int], rec: _Record, force: bool) -> List[int]:

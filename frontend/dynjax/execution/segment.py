@@ -20,7 +20,7 @@ import numpy as np
 from ..core.jaxpr import ClosedJaxpr, Jaxpr, Literal, Var
 from ..core.primitive import impl_rules
 from ..runtime import served_on_host
-from . import compile_log, explain, host_tier, tiers
+from . import compile_log, explain, host_reach, host_tier, tiers
 from .analysis import _FOLDABLE, dims_of, is_scalar, needed_vars
 from .analysis import is_int_scalar as _is_int_scalar
 from .lru import BoundedCache
@@ -73,7 +73,7 @@ class Segment:
         self.hosted = BoundedCache(stats.cache_size)    # exact key -> HostProgram or _NOT_HOSTED
         self._hostable: Optional[bool] = None           # whether the host tier may run it at all
         self.host_served = False                        # whether it has served a call
-        #: the latest host programs that serve other sizes as they are (``host_tier.Reach``)
+        #: the latest host programs that serve other sizes as they are (``host_reach.Reach``)
         self.reusable_hosts: tuple = ()
         #: whether its host programs serve other sizes (None: none built yet)
         self.host_reusable: Optional[bool] = None
@@ -124,6 +124,7 @@ class Segment:
             if host is not None:
                 return self._run_host(host, args), host
         queue_after = None   # the priority of the bucket to queue after an exact compile
+        first = False
         if exe is None and self.paddable:
             pol = tiers.policy()
             # auto: the first size compiles its exact executable (a program called at one
@@ -163,6 +164,8 @@ class Segment:
             exe = self.cache.get_or_fill(key, lambda: self._compile(args))
             if queue_after is not None:   # the sizes' bucket, in the background
                 self._queue_own_bucket(args, queue_after)
+            if first:
+                self._build_host_ahead(args)
         elif exe in self.promoted:
             self.stats.exact_calls_served += 1
         self.stats.exact_runs += 1
@@ -212,19 +215,19 @@ class Segment:
 
     def call_at_other_sizes(self, args):
         """``call``, where one of the host programs built at other sizes serves these as it
-        is (``host_tier.Reach``: sizes it admits need no checks): ``(outputs, program)``, else
+        is (``host_reach.Reach``: sizes it admits need no checks): ``(outputs, program)``, else
         None. (``qjit``'s dispatch, for a new size of a trace it served so: the segment's
         caches and tiers are not asked.)"""
         host = self._reused_host(args)
         return None if host is None else (self._run_host(host, args), host)
 
     def _reused_host(self, args, key=None) -> Optional["host_tier.HostProgram"]:
-        """A host program built at other sizes that serves these as it is (``host_tier.reuse``;
+        """A host program built at other sizes that serves these as it is (``host_reach.reuse``;
         the sizes it admits need no checks), kept for them under ``key`` if given; or None."""
         programs = self.reusable_hosts
         if not programs:
             return None
-        host = host_tier.reuse(programs, args, self.runtime, self._sizes(args))
+        host = host_reach.reuse(programs, args, self.runtime, self._sizes(args))
         if host is None:
             return None
         if key is not None:
@@ -266,6 +269,24 @@ class Segment:
                       f"({host.direct} direct), {host.seconds * 1e6:.1f} us: "
                       f"{self._describe_key(self._key(args))}")
         return host
+
+    def _build_host_ahead(self, args) -> None:
+        """At a program's first compile, its host program at a few small sizes (``args`` cut
+        to them): where that program serves other sizes (``host_reach.Reach``), the first
+        small size a call meets is served by it at once instead of waiting for a build of
+        its own (0.5-3 ms: an eager run recorded, generated and checked, many times the run
+        it serves), and a compile takes tens of milliseconds or more."""
+        if self._hostable is not True or self.host_reusable is not None:
+            return
+        small = _cut_to_small_sizes(self.jaxpr, args, self.runtime, self.baked)
+        if small is None or not host_tier.small([small[i] for i in self.runtime]):
+            return
+        try:   # sizes no call asked for: where the program refuses them, nothing is built
+            if self._check(small) is not None:
+                return
+        except Exception:
+            return
+        self.hosted.get_or_fill(self._key(small), lambda: self._build_host(small, False))
 
     def xla_view(self) -> None:
         """For introspection (``f.mlir_specialized``, ``f.hlo``): when the host tier served the
@@ -732,6 +753,49 @@ def _host_sizes(jaxpr: Jaxpr, baked: Sequence[Var]):
     promoted = [v for v in promoted if id(v) in used]
     lowered = Jaxpr(jaxpr.constvars, list(jaxpr.invars) + promoted, rest, jaxpr.outvars)
     return lowered, host_eqns, promoted
+
+
+#: ``Segment._build_host_ahead`` cuts the sizes to this length and the next ones, one per
+#: distinct size (``host_reach.Reach`` serves other lengths of at least 2 with the same
+#: lengths equal to each other, none equal to a static length)
+AHEAD_LENGTH = 5
+
+
+def _cut_to_small_sizes(jaxpr: Jaxpr, args: Sequence[Any], runtime: Sequence[int],
+                        baked: Sequence[int]) -> Optional[list]:
+    """``args`` with their sizes made small: each distinct size to ``AHEAD_LENGTH`` or a
+    following length, in the same order, none equal to a static length of the arguments,
+    each argument cut to the first elements along the axes of those sizes. None where they
+    are already that small, or where some size is not the length of an argument's axis
+    (a value the user passes: what it means is the user's)."""
+    position = {id(jaxpr.invars[i]): i for i in baked}
+    axes_of, statics = {}, {0, 1}
+    for i in runtime:
+        shape = getattr(jaxpr.invars[i].aval, "shape", ())
+        axes = [position.get(id(d)) for d in shape]
+        if any(p is None and not isinstance(d, (int, np.integer)) for p, d in zip(axes, shape)) or (
+                any(p is not None for p in axes) and not isinstance(args[i], np.ndarray)):
+            return None
+        statics.update(int(d) for p, d in zip(axes, np.shape(args[i])) if p is None)
+        axes_of[i] = axes
+    if {p for axes in axes_of.values() for p in axes if p is not None} != set(baked):
+        return None
+    small, length = {}, AHEAD_LENGTH - 1
+    for n in sorted({int(args[p]) for p in baked}):
+        length += 1
+        while length in statics:
+            length += 1
+        if length >= n:
+            return None
+        small[n] = length
+    out = list(args)
+    for p in baked:
+        out[p] = small[int(args[p])]
+    for i, axes in axes_of.items():
+        if any(p is not None for p in axes):
+            out[i] = np.array(args[i][tuple(slice(None) if p is None else slice(0, small[int(args[p])])
+                                            for p in axes)])
+    return out
 
 
 def _evaluate(eqns, env: Dict[int, int]) -> Dict[int, int]:

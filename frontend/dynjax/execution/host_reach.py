@@ -1,0 +1,224 @@
+"""A host program serving sizes it was not built at.
+
+A new size costs a host program's build (an eager run of the impl rules, recorded, then a
+function generated and checked: 0.1-3 ms) where its runs take a few microseconds, so a
+stream of small sizes would be built size by size. A program whose every step computes from
+its operands whatever their shapes (``host_kernels.reach``) and reads no value of the sizes
+serves other sizes as it is: those its ``Reach`` admits. ``host_tier.build`` decides at the
+build (``hold_anywhere``, after ``unsized_broadcasts``) and gives such a program its
+``Reach``; ``reuse`` finds the program that serves a call's sizes among a segment's.
+"""
+from __future__ import annotations
+
+import math
+from typing import Any, Dict, List, Sequence
+
+import numpy as np
+
+from . import host_tier   # its limits and estimates, read when used (it imports this module)
+from .host_kernels import ANY, reach
+
+
+def hold_anywhere(rec, results: Sequence[int]) -> bool:
+    """Whether the recorded program computes, at other sizes, what the impl rules compute
+    there: every length in its types static or a size argument, no step reading a value
+    computed from the sizes (folded in as a constant) and none returned, and every kernel
+    holding at any shapes, or at static ones where its equation's shapes are static. Where
+    it does, a kernel that bakes in dynamic shapes is swapped for its ``anywhere`` form."""
+    if not rec.polymorphic or any(rec.sized[k] for k in results):
+        return False
+    swaps = []
+    for step in rec.steps:
+        kernel = step.kernel
+        reads = getattr(kernel, "reads", None)
+        if any(rec.sized[k] for k in (step.ins if reads is None else step.ins[:reads])):
+            return False
+        if reach(kernel) != ANY and not _static_types(step.eqn):
+            if getattr(kernel, "anywhere", None) is None or not _same_count(step.eqn):
+                return False
+            swaps.append(step)
+    for step in swaps:
+        step.kernel = step.kernel.anywhere
+    return True
+
+
+def unsized_broadcasts(rec, results: Sequence[int]) -> None:
+    """A constant broadcast to a shape of the sizes (``2.0`` to ``(n,)``, as gradients make
+    them) that only ufuncs read is folded in as the value with axes of length 1 inserted:
+    the ufuncs broadcast it themselves, at any sizes (where each still broadcasts to the
+    shape it computed; before ``_lazy_views``, which keeps that so)."""
+    readers: Dict[int, List[int]] = {}
+    for k, step in enumerate(rec.steps):
+        for slot in step.ins:
+            if slot in rec.broadcasts and slot not in results:
+                readers.setdefault(slot, []).append(k)
+    for slot, ks in readers.items():
+        source, dims = rec.broadcasts[slot]
+        value = np.asarray(rec.values[source])
+        ndim = np.ndim(rec.values[slot])
+        if not all(k in rec.broadcasting for k in ks) or list(dims) != sorted(dims):
+            continue
+        small = value[tuple(slice(None) if d in dims else None for d in range(ndim))]
+        shapes = {j: np.shape(rec.values[j]) for k in ks for j in rec.steps[k].ins}
+        shapes[slot] = small.shape
+        try:
+            ok = all(np.broadcast_shapes(*[shapes[j] for j in rec.steps[k].ins]) ==
+                     np.shape(rec.values[rec.steps[k].outs[0]]) for k in ks)
+        except ValueError:
+            ok = False
+        if ok:
+            rec.values[slot], rec.sized[slot] = small, False
+
+
+def _same_count(eqn) -> bool:
+    """Whether a reshape keeps its element count at every size: the same dynamic lengths on
+    both sides, and equal products of the static ones. (Other equations keep it by their
+    types.)"""
+    if eqn.primitive.name != "reshape":
+        return True
+
+    def split(shape):
+        dynamic = sorted(id(d) for d in shape if not isinstance(d, (int, np.integer)))
+        return dynamic, math.prod(int(d) for d in shape if isinstance(d, (int, np.integer)))
+    return split(eqn.invars[0].aval.shape) == split(eqn.outvars[0].aval.shape)
+
+
+def _static_types(eqn) -> bool:
+    return all(isinstance(d, (int, np.integer)) for v in list(eqn.invars) + list(eqn.outvars)
+               for d in getattr(getattr(v, "aval", None), "shape", ()))
+
+
+def lengths(args: Sequence[Any], runtime) -> tuple:
+    """A segment's arguments as one tuple of lengths: each size, each runtime argument's
+    shape."""
+    out = []
+    for i, a in enumerate(args):
+        if i in runtime:
+            out.extend(np.shape(a))
+        else:
+            out.append(int(a))
+    return tuple(out)
+
+
+def _pattern(lengths: tuple) -> tuple:
+    """Which lengths are equal: each one's first position."""
+    return tuple([lengths.index(d) for d in lengths])
+
+
+class Polynomial:
+    """A polynomial in a segment's size arguments with float coefficients: a step's estimated
+    time or a value's element count as the sizes change, worked out once at the build, so
+    that checking new sizes evaluates a few terms instead of every step's estimate.
+    ``terms``: (the size positions multiplied, with repeats) -> coefficient."""
+    __slots__ = ("terms",)
+
+    def __init__(self, terms: Dict[tuple, float]):
+        self.terms = terms
+
+    @staticmethod
+    def size(position: int) -> "Polynomial":
+        return Polynomial({(position,): 1.0})
+
+    @staticmethod
+    def _of(x) -> "Polynomial":
+        return x if x.__class__ is Polynomial else Polynomial({(): float(x)} if x else {})
+
+    def __add__(self, other) -> "Polynomial":
+        terms = dict(self.terms)
+        for k, c in Polynomial._of(other).terms.items():
+            terms[k] = terms.get(k, 0.0) + c
+        return Polynomial(terms)
+
+    __radd__ = __add__
+
+    def __mul__(self, other) -> "Polynomial":
+        terms: Dict[tuple, float] = {}
+        for k1, c1 in self.terms.items():
+            for k2, c2 in Polynomial._of(other).terms.items():
+                k = tuple(sorted(k1 + k2))
+                terms[k] = terms.get(k, 0.0) + c1 * c2
+        return Polynomial(terms)
+
+    __rmul__ = __mul__
+
+    def at(self, values: Sequence[Any]) -> float:
+        """Its value where the size at position ``p`` is ``values[p]``."""
+        total = 0.0
+        for k, c in self.terms.items():
+            for p in k:
+                c *= values[p]
+            total += c
+        return total
+
+
+def symbolic(shape: tuple) -> tuple:
+    """A shape as ``_Record.shape_of`` gives it (``(i,)`` for the size at position ``i``),
+    with a ``Polynomial`` for each such length."""
+    return tuple(d if d.__class__ is int else Polynomial.size(d[0]) for d in shape)
+
+
+class Reach:
+    """The sizes a host program built at ``lengths`` serves as it is (see ``admits``).
+    ``host`` and ``xla``: its estimated run times on the host and, beyond a run's fixed
+    cost, on XLA, and ``values``: the element count of every value it computes, each a
+    ``Polynomial`` of the sizes (``host_tier._estimates`` on the steps' shapes)."""
+    __slots__ = ("lengths", "pattern", "static", "host", "xla", "values", "ceiling")
+
+    def __init__(self, lengths: tuple, static_dims, host, xla, values):
+        self.lengths = lengths
+        self.pattern = _pattern(lengths)
+        self.static = frozenset(static_dims)
+        self.host, self.xla = Polynomial._of(host), Polynomial._of(xla)
+        self.values = values
+        #: lengths the host tier takes (the build's, or larger ones admitted since): the
+        #: estimates and limits grow with every length, so lengths below them pass too
+        self.ceiling = lengths
+
+    def admits(self, args: Sequence[Any], runtime) -> bool:
+        """Whether the program serves these arguments of a segment (``runtime``: the
+        positions that stay arguments): the same lengths equal to each other, and every
+        length that changed at least 2 then and now and equal to no static length of the
+        program, so that every shape in it broadcasts, reduces and lays out as at its build
+        (no axis becomes empty or of length 1, no dynamic length meets a static one). Where
+        some length grew, the host tier must also still take these sizes: arguments and
+        values within its limits, and an estimated run time at most XLA's (``build``'s
+        choice, made at these sizes); at smaller ones it does (the estimates grow with the
+        sizes)."""
+        have = lengths(args, runtime)
+        if len(have) != len(self.lengths) or _pattern(have) != self.pattern:
+            return False
+        static, grew = self.static, False
+        for new, old, top in zip(have, self.lengths, self.ceiling):
+            if new != old:
+                if new < 2 or old < 2 or new in static or old in static:
+                    return False
+                grew = grew or new > top
+        if not grew:
+            return True
+        if not self._chosen_at(args, runtime):
+            return False
+        if all(new >= top for new, top in zip(have, self.ceiling)):
+            self.ceiling = have
+        return True
+
+    def _chosen_at(self, args, runtime) -> bool:
+        limit = host_tier.MAX_ELEMENTS
+        if not all(np.size(args[i]) <= limit if i in runtime else int(args[i]) <= limit
+                   for i in range(len(args))):
+            return False
+        sizes = [None if i in runtime else int(a) for i, a in enumerate(args)]
+        if any(count.at(sizes) > host_tier.MAX_VALUE_ELEMENTS for count in self.values):
+            return False
+        return self.host.at(sizes) <= host_tier.XLA_RUN_SECONDS + self.xla.at(sizes)
+
+
+def reuse(programs: Sequence["host_tier.HostProgram"], args: Sequence[Any], runtime: Sequence[int],
+          sizes: Sequence[Any]) -> "host_tier.HostProgram | None":
+    """A host program of ``programs`` that serves these arguments as it is (``Reach``), as
+    one at their sizes, or None."""
+    runtime_set = set(runtime)
+    for program in programs:
+        if program.reach.admits(args, runtime_set):
+            return program.at(tuple(host_tier._Aval(np.shape(args[i]), v.dtype) for i, v in zip(runtime, program.in_avals)),
+                              sizes)
+    return None
