@@ -96,6 +96,39 @@ def test_one_build_serves_the_smaller_sizes_as_the_impls_compute_them(name, fn, 
     assert f.cache_info()["host_runs"] == 2 * len(sizes)
 
 
+@pytest.mark.parametrize("name, fn, oracle, make, axes", PROGRAMS[:-2] + PROGRAMS[-1:],
+                         ids=[p[0] for p in PROGRAMS[:-2] + PROGRAMS[-1:]])
+def test_the_reach_decides_as_a_build_at_the_sizes_would(name, fn, oracle, make, axes):
+    """``Reach``'s estimates, polynomials of the sizes worked out at the build, are the
+    estimates a build at the new sizes makes, and it takes a larger size exactly where that
+    build would (its estimate at most XLA's, its values within the limits), at budgets that
+    move the line through the sizes."""
+    f = dynjax.qjit(fn, abstracted_axes=axes)
+    f(*make(2))
+    seg = f._entry().program.single
+    reach = _reusable(f)[0].reach
+
+    def segment_args(n):   # (the size, then the arrays: one size, the rows of those it sizes)
+        arrays = make(n)
+        rows = next(np.shape(a)[0] for a, ax in zip(arrays, axes) if ax)
+        arrays = iter(arrays)
+        return [rows if i in seg.baked else next(arrays) for i in range(len(seg.jaxpr.invars))]
+    sizes = list(range(3, 40, 3)) + list(range(40, 1300, 23))
+    for seconds in (1e-3, 20e-6, 8e-6, 3e-6, 1e-6, 1e-9):
+        with budget(seconds):
+            for n in sizes:
+                args = segment_args(n)
+                try:
+                    built = host_tier.build(seg.jaxpr, seg.consts, args, seg.runtime, seg._sizes(args))
+                except host_tier.NotHosted:
+                    built = None
+                chosen = host_tier.small([args[i] for i in seg.runtime]) and built is not None
+                assert reach._chosen_at(args, set(seg.runtime)) == chosen, (name, seconds, n)
+                if built is not None:
+                    sizes_of = [a if i in seg.baked else None for i, a in enumerate(args)]
+                    assert reach.host.at(sizes_of) == pytest.approx(built.seconds, rel=1e-12), (name, n)
+
+
 def test_larger_sizes_are_served_where_the_host_tier_still_takes_them():
     """A larger size is served by the program where the host tier would take it (its
     arguments and values within its limits, its estimated time at most XLA's: what a build
