@@ -146,7 +146,7 @@ def test_larger_sizes_are_served_where_the_host_tier_still_takes_them():
         runs = f.cache_info()["host_runs"]
         assert check(10) == (1, 1) and f.cache_info()["host_runs"] == runs
         assert check(5) == (1, 2)
-    assert check(400) == (1, 2)   # 1,200 elements: beyond the host tier's limit
+    assert check(6000) == (1, 2)   # 18,000 elements: beyond the host tier's limit
     assert check(1) == (2, 2) and check(0) == (3, 2)
     assert check(7) == (3, 3)
 
@@ -314,7 +314,7 @@ def test_the_first_compile_builds_a_host_program_that_serves_the_small_sizes():
     for a build of its own, and none runs in a compiled bucket."""
     from dynjax.execution.tiers import wait_for_background
     f = dynjax.qjit(lambda x: jnp.tanh(x) * 2.0, abstracted_axes=({0: "n"},))
-    x = np.linspace(-1, 1, 3000)   # too large for the host: compiled, its buckets queued
+    x = np.linspace(-1, 1, 20000)   # too large for the host: compiled, its buckets queued
     np.testing.assert_allclose(f(x), np.tanh(x) * 2.0, rtol=1e-13)
     wait_for_background()
     info = f.cache_info()
@@ -338,7 +338,7 @@ def test_the_sizes_a_first_compile_cuts_to_keep_their_order_and_pattern():
     f = dynjax.qjit(lambda x, y, z: (jnp.tanh(x.sum(1)[:, None] * y[None, :]), x + z),
                     abstracted_axes=({0: "n"}, {0: "m"}, {0: "n"}))
     rng = _rng(5)
-    x, y, z = rng.standard_normal((1500, 6)), rng.standard_normal(2000), rng.standard_normal((1500, 6))
+    x, y, z = rng.standard_normal((3000, 6)), rng.standard_normal(20000), rng.standard_normal((3000, 6))
     f(x, y, z)
     assert f.cache_info()["host_programs"] == 1
     assert _reusable(f)[0].reach.lengths == (5, 7, 5, 6, 7, 5, 6)   # (n, m, the shapes of x, y, z)
@@ -359,13 +359,13 @@ def test_the_sizes_a_first_compile_cuts_to_keep_their_order_and_pattern():
 def test_no_host_program_is_built_at_the_first_compile_where_the_sizes_cannot_be_cut(case):
     """No build ahead where a size is already no larger than the lengths it would be cut to,
     or where a size is not the length of an argument's axis (what it means is the user's)."""
-    x = np.linspace(0, 1, 2000)
+    x = np.linspace(0, 1, 20000)   # (beyond the host tier: compiled)
     if case == "a size already small":
         f = dynjax.qjit(lambda x, y: x[:, None] * y[None, :], abstracted_axes=({0: "n"}, {0: "m"}))
         args = (x, x[:5])
     elif case == "a size only passed as a value":
         f = dynjax.qjit(lambda x, k: x * jnp.zeros(k).sum() + x, abstracted_axes=({0: "n"}, None))
-        args = (x, 3000)
+        args = (x, 30000)
     else:
         f = dynjax.qjit(lambda xs: xs[0] * xs[1], abstracted_axes=([{0: "n"}, {0: "n"}],))
         args = ([x, x],)
@@ -386,7 +386,7 @@ def test_the_first_small_size_beside_compiled_buckets_is_built_to_serve_the_othe
     once stay the bucket's: test_host_tier.py.)"""
     from dynjax.execution.tiers import wait_for_background
     f = dynjax.qjit(lambda x, y: jnp.tanh(x[:, None] * y[None, :]), abstracted_axes=({0: "n"}, {0: "m"}))
-    x, y = np.linspace(-1, 1, 3000), np.linspace(0, 1, 4)
+    x, y = np.linspace(-1, 1, 20000), np.linspace(0, 1, 4)
     np.testing.assert_allclose(f(x, y), np.tanh(x[:, None] * y[None, :]), rtol=1e-13)
     wait_for_background()
     assert f.cache_info()["padded_compilations"] >= 1 and f.cache_info()["host_programs"] == 0

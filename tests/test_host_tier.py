@@ -78,7 +78,7 @@ def test_a_tiny_program_runs_on_the_host_and_compiles_nothing():
 
 def test_large_sizes_loops_and_expensive_programs_are_compiled():
     f = dynjax.qjit(lambda x: x * 2.0 + 1.0, abstracted_axes={0: "n"})
-    x = np.arange(5000.0)
+    x = np.arange(host_tier.MAX_ELEMENTS + 1000.0)
     np.testing.assert_array_equal(f(x), x * 2.0 + 1.0)
     assert f.cache_info()["host_runs"] == 0   # more than MAX_ELEMENTS elements
 
@@ -353,7 +353,7 @@ def test_the_host_serves_what_it_estimates_faster_than_xla():
 def test_large_sizes_and_large_values_are_compiled_even_from_small_arguments():
     count = dynjax.qjit(lambda sz: jnp.arange(sz) * 2)
     np.testing.assert_array_equal(count(3), [0, 2, 4])
-    np.testing.assert_array_equal(count(3000), np.arange(3000) * 2)   # a size above MAX_ELEMENTS
+    np.testing.assert_array_equal(count(20000), np.arange(20000) * 2)   # a size above MAX_ELEMENTS
     tiers.wait_for_background()
     info = count.cache_info()
     # not the host tier: XLA (a size after the host tier's is not a program's first size: it
@@ -411,7 +411,7 @@ def test_a_compiled_bucket_serves_a_new_size_until_it_recurs():
             np.testing.assert_array_equal(f(np.arange(n, dtype=float)), np.cumsum(np.arange(n)) * 2.0)
         wait_for_background()
         assert (f.cache_info()["host_programs"], f.cache_info()["background_compilations"]) == (2, 0)
-        x = np.linspace(0, 1, 3000)   # too large for the host: compiled, its buckets queued
+        x = np.linspace(0, 1, 20000)   # too large for the host: compiled, its buckets queued
         np.testing.assert_allclose(f(x), np.cumsum(x) * 2.0, rtol=1e-12)
         wait_for_background()
         assert f.cache_info()["padded_compilations"] >= 1

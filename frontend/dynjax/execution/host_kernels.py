@@ -194,7 +194,7 @@ def _convert(ins, outs, params, known):
 def _select_n(ins, outs, params, known):
     if len(ins) != 3 or np.asarray(ins[0]).dtype != np.dtype(bool):
         return None
-    return _holds(lambda which, no, yes: np.where(which, yes, no), ANY), True
+    return _holds(lambda which, no, yes: np.where(which, yes, no), ANY), True, True
 
 
 def _broadcast_in_dim(ins, outs, params, known):

@@ -52,10 +52,13 @@ from .host_kernels import FLOATS, REGISTERED, dtypes_of, host_kernels, register_
 from .tiers import EnvChoice
 
 #: a segment's arguments (and each of its constants) of at most this many elements may run
-#: on the host; larger ones are XLA's
-MAX_ELEMENTS = 1024
-#: and no value it computes (a broadcast, an outer product) more than this many
-MAX_VALUE_ELEMENTS = 16 * MAX_ELEMENTS
+#: on the host; larger ones are XLA's. (Up to here numpy runs the programs measured in
+#: ``bench/`` in 0.6-1.05x the time of XLA's executable where the estimates choose the host:
+#: elementwise chains, reductions, small matrix products, a masked sum)
+MAX_ELEMENTS = 1 << 14
+#: and no value it computes (a broadcast, an outer product) more than this many (attention's
+#: n x n scores beyond 128 rows ran 2x slower on numpy than on XLA)
+MAX_VALUE_ELEMENTS = MAX_ELEMENTS
 #: and the constants a host program holds (folded values) at most this many bytes
 MAX_HELD_BYTES = 1 << 18
 #: a build gives up when evaluating the program takes more equations than this (loops on
