@@ -1,4 +1,4 @@
-"""A host program serving sizes it was not built at (``host_tier.Reach``, ``Segment._reused_host``).
+"""A host program serving sizes it was not built at (``host_reach.Reach``, ``Segment._reused_host``).
 
 A program whose every step computes from its operands whatever their shapes, and reads no
 value of the sizes, is built once and then serves other sizes of the same kind as it is,
