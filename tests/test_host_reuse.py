@@ -129,6 +129,19 @@ def test_the_reach_decides_as_a_build_at_the_sizes_would(name, fn, oracle, make,
                     assert reach.host.at(sizes_of) == pytest.approx(built.seconds, rel=1e-12), (name, n)
 
 
+def test_a_masked_sum_is_served_at_other_sizes():
+    """``sum(x[x > 0] ** 2)`` runs as a masked sum (``select_n`` of the squares and a -0.0
+    broadcast to the sizes, then ``reduce_sum``): the broadcast folds to one element, since
+    ``np.where`` broadcasts as the ufuncs do, and one build serves every size."""
+    f = dynjax.qjit(lambda x: jnp.sum(x[x > 0] ** 2), abstracted_axes=({0: "n"},))
+    for k, n in enumerate((12, 9, 30, 7, 2, 500)):
+        x = _rng(n).standard_normal(n)
+        got = f(x)
+        np.testing.assert_array_equal(got, np.add.reduce(np.where(x > 0, x * x, -0.0)))
+        np.testing.assert_allclose(got, np.sum(x[x > 0] ** 2), rtol=1e-13)
+        assert (f.cache_info()["host_programs"], f.cache_info()["host_reuses"]) == (1, k), n
+
+
 def test_larger_sizes_are_served_where_the_host_tier_still_takes_them():
     """A larger size is served by the program where the host tier would take it (its
     arguments and values within its limits, its estimated time at most XLA's: what a build
