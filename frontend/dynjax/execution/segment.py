@@ -1,7 +1,8 @@
 """A ``Segment`` of a planned program (``program.Program``): a run of equations that is one
 static XLA program once its integer inputs are baked in, and the tiers that serve a call of
-it (``tiers``): the host tier (``host_tier``), the exact executable of the call's sizes, the
-padded one of its size bucket, or the numpy impls while that compiles.
+it (``tiers``): the host tier (``host_tier``; the segment's side of it in
+``segment_host``), the exact executable of the call's sizes, the padded one of its size
+bucket, or the numpy impls while that compiles.
 
 The segment is lowered once (dynamic StableHLO), then specialized and compiled per concrete
 signature -- the shapes of its array inputs and the values of its *needed* integer inputs --
@@ -20,17 +21,18 @@ import numpy as np
 from ..core.jaxpr import ClosedJaxpr, Jaxpr, Literal, Var
 from ..core.primitive import impl_rules
 from ..runtime import served_on_host
-from . import compile_log, explain, host_reach, host_tier, tiers
+from . import compile_log, explain, tiers
 from .analysis import _FOLDABLE, dims_of, is_scalar, needed_vars
 from .analysis import is_int_scalar as _is_int_scalar
 from .lru import BoundedCache
 from .padded_runs import PaddedRun, compile_padded, long_runs
 from .padding import NotPaddable, bucket, next_bucket, pad_jaxpr
 from .size_checks import MAX_SIZE, check_sizes
+from .segment_host import HostTier
 from .stats import Stats
 
 
-class Segment:
+class Segment(HostTier):
     """A jaxpr that compiles to one static executable per concrete signature."""
 
     def __init__(self, jaxpr: Jaxpr, consts: Sequence[Any], stats: Stats, describe_input=None,
@@ -70,7 +72,7 @@ class Segment:
         self._cheap_at = BoundedCache(stats.cache_size)  # their values -> _cheap_for_eager's answer
         self._padding_ok = BoundedCache(stats.cache_size)  # (larger, own bucket, ...) -> _padding_affordable's
         self.paddable = bool(self.baked)                # False once padding proved impossible
-        self.hosted = BoundedCache(stats.cache_size)    # exact key -> HostProgram or _NOT_HOSTED
+        self.hosted = BoundedCache(stats.cache_size)    # exact key -> HostProgram or NOT_HOSTED
         self._hostable: Optional[bool] = None           # whether the host tier may run it at all
         self.host_served = False                        # whether it has served a call
         #: the latest host programs that serve other sizes as they are (``host_reach.Reach``)
@@ -176,128 +178,10 @@ class Segment:
         self.last_executable = exe
         return exe(*[args[i] for i in self.runtime]), exe
 
-    # --- the host tier: numpy calls for programs too small for XLA ---------------------------
-
-    def _host_program(self, key, args) -> Optional["host_tier.HostProgram"]:
-        """The host program of these sizes (``host_tier``), built at the first call at them,
-        or None when XLA is to run them."""
-        pol = host_tier.policy()
-        if pol == "off" or (pol == "auto" and tiers.policy() != "auto"):   # a tier is forced
-            return None
-        if self._hostable is None:
-            self._hostable = (not self.exact_by_padding and host_tier.straight_line(self.jaxpr)
-                              and host_tier.small(self.consts))
-            if not self._hostable:
-                return None
-            self.module_text   # noqa: B018  (what XLA would refuse, the host tier refuses too)
-        host = self.hosted.get(key)
-        if host is None:
-            if pol != "always" and not (host_tier.small(args) and
-                                        all(int(args[i]) <= host_tier.MAX_ELEMENTS for i in self.baked)):
-                return None
-            host = self._reused_host(args, key)
-            if host is not None:
-                return host
-            if pol != "always" and self.calls_at.get(key) is None and self._compiled_bucket_holds(args) \
-                    and self.host_reusable is not None:
-                # the bucket serves a size met once; a size that recurs is built (and so is
-                # the first, which may make a program that serves every other small size)
-                return None
-            host = self.hosted.get_or_fill(key, lambda: self._build_host(args, pol == "always"))
-        return None if host is _NOT_HOSTED else host
-
-    def _run_host(self, host, args) -> list:
-        self.host_served = True
-        self.stats.host_runs += 1
-        self.last_executable, self.last_specialized = host, None
-        explain.maybe(explain.tiers, lambda: f"host tier: {self._describe_key(self._key(args))}")
-        return host.call([args[i] for i in self.runtime])
-
-    def call_at_other_sizes(self, args):
-        """``call``, where one of the host programs built at other sizes serves these as it
-        is (``host_reach.Reach``: sizes it admits need no checks): ``(outputs, program)``, else
-        None. (``qjit``'s dispatch, for a new size of a trace it served so: the segment's
-        caches and tiers are not asked.)"""
-        host = self._reused_host(args)
-        return None if host is None else (self._run_host(host, args), host)
-
-    def _reused_host(self, args, key=None) -> Optional["host_tier.HostProgram"]:
-        """A host program built at other sizes that serves these as it is (``host_reach.reuse``;
-        the sizes it admits need no checks), kept for them under ``key`` if given; or None."""
-        programs = self.reusable_hosts
-        if not programs:
-            return None
-        host = host_reach.reuse(programs, args, self.runtime, self._sizes(args))
-        if host is None:
-            return None
-        if key is not None:
-            self.hosted.put(key, host)
-        self.stats.host_reuses += 1
-        explain.maybe(explain.recompiles, lambda: f"host program of other sizes reused: "
-                      f"{self._describe_key(self._key(args))}")
-        return host
-
     def _sizes(self, args) -> list:
         """The arguments as sizes and shapes (what a host program or a job keeps of them)."""
         baked = set(self.baked)
         return [int(x) if i in baked else _Shape(np.shape(x)) for i, x in enumerate(args)]
-
-    def _compiled_bucket_holds(self, args) -> bool:
-        """Whether a compiled padded program holds these sizes (its own bucket or a larger
-        one)."""
-        if not self.paddable or not len(self.padded):
-            return False
-        bounds = [bucket(int(args[i])) for i in self.baked]
-        return any(all(x >= y for x, y in zip(b, bounds)) for b in self.padded.keys())
-
-    def _build_host(self, args, force: bool):
-        if self._check(args) is not None:   # blocks of different lengths: the padded program
-            return _NOT_HOSTED
-        try:
-            host = host_tier.build(self.jaxpr, self.consts, args, self.runtime, self._sizes(args), force)
-        except host_tier.NotHosted as e:
-            why = str(e)
-            explain.maybe(explain.tiers, lambda: f"not the host tier ({why}): {self._describe_key(self._key(args))}")
-            return _NOT_HOSTED
-        except Exception:   # what the compiled program says of these arguments decides
-            return _NOT_HOSTED
-        self.stats.host_programs += 1
-        if host.reach is not None:
-            self.reusable_hosts = (host,) + self.reusable_hosts[:REUSABLE_HOSTS - 1]
-        self.host_reusable = bool(self.host_reusable) or host.reach is not None
-        explain.maybe(explain.recompiles, lambda: f"host program of {host.equations} numpy calls "
-                      f"({host.direct} direct), {host.seconds * 1e6:.1f} us: "
-                      f"{self._describe_key(self._key(args))}")
-        return host
-
-    def _build_host_ahead(self, args) -> None:
-        """At a program's first compile, its host program at a few small sizes (``args`` cut
-        to them): where that program serves other sizes (``host_reach.Reach``), the first
-        small size a call meets is served by it at once instead of waiting for a build of
-        its own (0.5-3 ms: an eager run recorded, generated and checked, many times the run
-        it serves), and a compile takes tens of milliseconds or more."""
-        if self._hostable is not True or self.host_reusable is not None:
-            return
-        small = _cut_to_small_sizes(self.jaxpr, args, self.runtime, self.baked)
-        if small is None or not host_tier.small([small[i] for i in self.runtime]):
-            return
-        try:   # sizes no call asked for: where the program refuses them, nothing is built
-            if self._check(small) is not None:
-                return
-        except Exception:
-            return
-        self.hosted.get_or_fill(self._key(small), lambda: self._build_host(small, False))
-
-    def xla_view(self) -> None:
-        """For introspection (``f.mlir_specialized``, ``f.hlo``): when the host tier served the
-        latest call, the exact executable of its sizes, compiled once and kept by the host
-        program (not in the executable cache: looking must not change which tier serves)."""
-        host = self.last_executable
-        if host.__class__ is host_tier.HostProgram:
-            if host.compiled is None:
-                exe = self._compile(host.sizes)
-                host.compiled = (exe, self.last_specialized)
-            self.last_executable, self.last_specialized = host.compiled
 
     def _describe_key(self, key) -> str:
         shapes, values = key
@@ -661,11 +545,6 @@ class _SizeRecord:
         self.requested = False
 
 
-_NOT_HOSTED = object()   # ``Segment.hosted``: XLA runs these sizes
-#: how many host programs that serve other sizes a segment keeps (the latest built)
-REUSABLE_HOSTS = 4
-
-
 class _Shape:
     """What a background exact compile keeps of an array argument: its shape."""
     __slots__ = ("shape",)
@@ -753,49 +632,6 @@ def _host_sizes(jaxpr: Jaxpr, baked: Sequence[Var]):
     promoted = [v for v in promoted if id(v) in used]
     lowered = Jaxpr(jaxpr.constvars, list(jaxpr.invars) + promoted, rest, jaxpr.outvars)
     return lowered, host_eqns, promoted
-
-
-#: ``Segment._build_host_ahead`` cuts the sizes to this length and the next ones, one per
-#: distinct size (``host_reach.Reach`` serves other lengths of at least 2 with the same
-#: lengths equal to each other, none equal to a static length)
-AHEAD_LENGTH = 5
-
-
-def _cut_to_small_sizes(jaxpr: Jaxpr, args: Sequence[Any], runtime: Sequence[int],
-                        baked: Sequence[int]) -> Optional[list]:
-    """``args`` with their sizes made small: each distinct size to ``AHEAD_LENGTH`` or a
-    following length, in the same order, none equal to a static length of the arguments,
-    each argument cut to the first elements along the axes of those sizes. None where they
-    are already that small, or where some size is not the length of an argument's axis
-    (a value the user passes: what it means is the user's)."""
-    position = {id(jaxpr.invars[i]): i for i in baked}
-    axes_of, statics = {}, {0, 1}
-    for i in runtime:
-        shape = getattr(jaxpr.invars[i].aval, "shape", ())
-        axes = [position.get(id(d)) for d in shape]
-        if any(p is None and not isinstance(d, (int, np.integer)) for p, d in zip(axes, shape)) or (
-                any(p is not None for p in axes) and not isinstance(args[i], np.ndarray)):
-            return None
-        statics.update(int(d) for p, d in zip(axes, np.shape(args[i])) if p is None)
-        axes_of[i] = axes
-    if {p for axes in axes_of.values() for p in axes if p is not None} != set(baked):
-        return None
-    small, length = {}, AHEAD_LENGTH - 1
-    for n in sorted({int(args[p]) for p in baked}):
-        length += 1
-        while length in statics:
-            length += 1
-        if length >= n:
-            return None
-        small[n] = length
-    out = list(args)
-    for p in baked:
-        out[p] = small[int(args[p])]
-    for i, axes in axes_of.items():
-        if any(p is not None for p in axes):
-            out[i] = np.array(args[i][tuple(slice(None) if p is None else slice(0, small[int(args[p])])
-                                            for p in axes)])
-    return out
 
 
 def _evaluate(eqns, env: Dict[int, int]) -> Dict[int, int]:

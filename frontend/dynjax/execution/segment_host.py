@@ -1,0 +1,188 @@
+"""The host tier's side of a segment: which calls a host program serves, built or reused.
+
+A ``Segment`` (``segment.py``) takes this as a mixin. A call at sizes the host tier would
+finish sooner than XLA (``host_tier``) runs the segment's host program of those sizes, built
+at the first such call, or one built at other sizes that serves these as it is
+(``host_reach.Reach``); a program's first compile also builds its host program at a few
+small sizes (``_build_host_ahead``), so that the first small size a call meets finds one.
+"""
+from __future__ import annotations
+
+from typing import Any, Optional, Sequence
+
+import numpy as np
+
+from ..core.jaxpr import Jaxpr
+from . import explain, host_reach, host_tier, tiers
+from .padding import bucket
+
+
+class HostTier:
+    """``Segment``'s host-tier methods (its attributes: ``hosted``, ``reusable_hosts``,
+    ``host_reusable``, ``_hostable``, ``host_served``; see ``Segment.__init__``)."""
+
+    def _host_program(self, key, args) -> Optional["host_tier.HostProgram"]:
+        """The host program of these sizes (``host_tier``), built at the first call at them,
+        or None when XLA is to run them."""
+        pol = host_tier.policy()
+        if pol == "off" or (pol == "auto" and tiers.policy() != "auto"):   # a tier is forced
+            return None
+        if self._hostable is None:
+            self._hostable = (not self.exact_by_padding and host_tier.straight_line(self.jaxpr)
+                              and host_tier.small(self.consts))
+            if not self._hostable:
+                return None
+            self.module_text   # noqa: B018  (what XLA would refuse, the host tier refuses too)
+        host = self.hosted.get(key)
+        if host is None:
+            if pol != "always" and not (host_tier.small(args) and
+                                        all(int(args[i]) <= host_tier.MAX_ELEMENTS for i in self.baked)):
+                return None
+            host = self._reused_host(args, key)
+            if host is not None:
+                return host
+            if pol != "always" and self.calls_at.get(key) is None and self._compiled_bucket_holds(args) \
+                    and self.host_reusable is not None:
+                # the bucket serves a size met once; a size that recurs is built (and so is
+                # the first, which may make a program that serves every other small size)
+                return None
+            host = self.hosted.get_or_fill(key, lambda: self._build_host(args, pol == "always"))
+        return None if host is NOT_HOSTED else host
+
+    def _run_host(self, host, args) -> list:
+        self.host_served = True
+        self.stats.host_runs += 1
+        self.last_executable, self.last_specialized = host, None
+        explain.maybe(explain.tiers, lambda: f"host tier: {self._describe_key(self._key(args))}")
+        return host.call([args[i] for i in self.runtime])
+
+    def call_at_other_sizes(self, args):
+        """``call``, where one of the host programs built at other sizes serves these as it
+        is (``host_reach.Reach``: sizes it admits need no checks): ``(outputs, program)``, else
+        None. (``qjit``'s dispatch, for a new size of a trace it served so: the segment's
+        caches and tiers are not asked.)"""
+        host = self._reused_host(args)
+        return None if host is None else (self._run_host(host, args), host)
+
+    def _reused_host(self, args, key=None) -> Optional["host_tier.HostProgram"]:
+        """A host program built at other sizes that serves these as it is (``host_reach.reuse``;
+        the sizes it admits need no checks), kept for them under ``key`` if given; or None."""
+        programs = self.reusable_hosts
+        if not programs:
+            return None
+        host = host_reach.reuse(programs, args, self.runtime, self._sizes(args))
+        if host is None:
+            return None
+        if key is not None:
+            self.hosted.put(key, host)
+        self.stats.host_reuses += 1
+        explain.maybe(explain.recompiles, lambda: f"host program of other sizes reused: "
+                      f"{self._describe_key(self._key(args))}")
+        return host
+
+    def _compiled_bucket_holds(self, args) -> bool:
+        """Whether a compiled padded program holds these sizes (its own bucket or a larger
+        one)."""
+        if not self.paddable or not len(self.padded):
+            return False
+        bounds = [bucket(int(args[i])) for i in self.baked]
+        return any(all(x >= y for x, y in zip(b, bounds)) for b in self.padded.keys())
+
+    def _build_host(self, args, force: bool):
+        if self._check(args) is not None:   # blocks of different lengths: the padded program
+            return NOT_HOSTED
+        try:
+            host = host_tier.build(self.jaxpr, self.consts, args, self.runtime, self._sizes(args), force)
+        except host_tier.NotHosted as e:
+            why = str(e)
+            explain.maybe(explain.tiers, lambda: f"not the host tier ({why}): {self._describe_key(self._key(args))}")
+            return NOT_HOSTED
+        except Exception:   # what the compiled program says of these arguments decides
+            return NOT_HOSTED
+        self.stats.host_programs += 1
+        if host.reach is not None:
+            self.reusable_hosts = (host,) + self.reusable_hosts[:REUSABLE_HOSTS - 1]
+        self.host_reusable = bool(self.host_reusable) or host.reach is not None
+        explain.maybe(explain.recompiles, lambda: f"host program of {host.equations} numpy calls "
+                      f"({host.direct} direct), {host.seconds * 1e6:.1f} us: "
+                      f"{self._describe_key(self._key(args))}")
+        return host
+
+    def _build_host_ahead(self, args) -> None:
+        """At a program's first compile, its host program at a few small sizes (``args`` cut
+        to them): where that program serves other sizes (``host_reach.Reach``), the first
+        small size a call meets is served by it at once instead of waiting for a build of
+        its own (0.5-3 ms: an eager run recorded, generated and checked, many times the run
+        it serves), and a compile takes tens of milliseconds or more."""
+        if self._hostable is not True or self.host_reusable is not None:
+            return
+        small = _cut_to_small_sizes(self.jaxpr, args, self.runtime, self.baked)
+        if small is None or not host_tier.small([small[i] for i in self.runtime]):
+            return
+        try:   # sizes no call asked for: where the program refuses them, nothing is built
+            if self._check(small) is not None:
+                return
+        except Exception:
+            return
+        self.hosted.get_or_fill(self._key(small), lambda: self._build_host(small, False))
+
+    def xla_view(self) -> None:
+        """For introspection (``f.mlir_specialized``, ``f.hlo``): when the host tier served the
+        latest call, the exact executable of its sizes, compiled once and kept by the host
+        program (not in the executable cache: looking must not change which tier serves)."""
+        host = self.last_executable
+        if host.__class__ is host_tier.HostProgram:
+            if host.compiled is None:
+                exe = self._compile(host.sizes)
+                host.compiled = (exe, self.last_specialized)
+            self.last_executable, self.last_specialized = host.compiled
+
+
+NOT_HOSTED = object()   # ``Segment.hosted``: XLA runs these sizes
+
+
+#: how many host programs that serve other sizes a segment keeps (the latest built)
+REUSABLE_HOSTS = 4
+
+
+#: ``Segment._build_host_ahead`` cuts the sizes to this length and the next ones, one per
+#: distinct size (``host_reach.Reach`` serves other lengths of at least 2 with the same
+#: lengths equal to each other, none equal to a static length)
+AHEAD_LENGTH = 5
+
+
+def _cut_to_small_sizes(jaxpr: Jaxpr, args: Sequence[Any], runtime: Sequence[int],
+                        baked: Sequence[int]) -> Optional[list]:
+    """``args`` with their sizes made small: each distinct size to ``AHEAD_LENGTH`` or a
+    following length, in the same order, none equal to a static length of the arguments,
+    each argument cut to the first elements along the axes of those sizes. None where they
+    are already that small, or where some size is not the length of an argument's axis
+    (a value the user passes: what it means is the user's)."""
+    position = {id(jaxpr.invars[i]): i for i in baked}
+    axes_of, statics = {}, {0, 1}
+    for i in runtime:
+        shape = getattr(jaxpr.invars[i].aval, "shape", ())
+        axes = [position.get(id(d)) for d in shape]
+        if any(p is None and not isinstance(d, (int, np.integer)) for p, d in zip(axes, shape)) or (
+                any(p is not None for p in axes) and not isinstance(args[i], np.ndarray)):
+            return None
+        statics.update(int(d) for p, d in zip(axes, np.shape(args[i])) if p is None)
+        axes_of[i] = axes
+    if {p for axes in axes_of.values() for p in axes if p is not None} != set(baked):
+        return None
+    small, length = {}, AHEAD_LENGTH - 1
+    for n in sorted({int(args[p]) for p in baked}):
+        length += 1
+        while length in statics:
+            length += 1
+        if length >= n:
+            return None
+        small[n] = length
+    out = list(args)
+    for p in baked:
+        out[p] = small[int(args[p])]
+    for i, axes in axes_of.items():
+        if any(p is not None for p in axes):
+            out[i] = np.array(args[i][tuple(slice(None) if p is None else slice(0, small[int(args[p])])
+                                            for p in axes)])
+    return out
