@@ -275,6 +275,24 @@ def test_a_larger_size_whose_values_pass_the_host_tiers_limit_is_not_served():
     assert f.cache_info()["host_reuses"] == 1 and f.cache_info()["host_runs"] == runs
 
 
+def test_the_values_limit_counts_the_largest_value_of_each_kind():
+    """Two values grow with n alone, (n, 2) and (n, 2, 50): the limit on computed values holds
+    the larger one (100 n elements) to it, not the smaller."""
+    w = _rng(3).standard_normal(50)
+    f = dynjax.qjit(lambda x: jnp.sum(x[:, :, None] * w[None, None, :]) + jnp.sum(x),
+                    abstracted_axes=({0: "n"},))
+    x = _rng(4).standard_normal((400, 2))
+
+    def want(n):
+        return np.sum(x[:n, :, None] * w[None, None, :]) + np.sum(x[:n])
+    for n in (10, 12, 150):   # 15,000 elements at 150 rows: within the limit
+        np.testing.assert_allclose(f(x[:n]), want(n), rtol=1e-12)
+    assert f.cache_info()["host_reuses"] == 2
+    runs = f.cache_info()["host_runs"]
+    np.testing.assert_allclose(f(x[:200]), want(200), rtol=1e-12)   # 20,000: beyond it
+    assert f.cache_info()["host_reuses"] == 2 and f.cache_info()["host_runs"] == runs
+
+
 def test_threads_at_new_sizes_share_programs_and_their_contexts():
     """Four threads at random small sizes: the programs, their reach and their contexts are
     shared (a thread that finds a program's context entered runs its plain function); every
