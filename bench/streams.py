@@ -16,10 +16,11 @@ frameworks interleaved call by call (call k of every framework runs before call 
 Peers: ``jax.jit`` (a retrace and compile per new size; for ``mask`` the ``where`` form, for
 ``grow`` a fixed buffer of the largest size), ``jax.jit`` with the inputs padded by hand to the
 next power of two plus a mask, ``torch.compile(dynamic=True)`` where torch is installed, and
-numpy. Printed per stream and framework: the total, the first call, calls 2..N, the p90 and max
-of calls 6..N (seconds), the largest ratio of a call 6..N to the steady-state time at its size
-(the best of ``STEADY_ROUNDS`` calls at each size after the stream), and dynjax's compile
-counts. Every result is checked against numpy.
+numpy. Printed per stream and framework: the total, the first call, calls 2..N, the sum of
+their sizes' steady-state times (the best of ``STEADY_ROUNDS`` calls at each size after the
+stream) and the time the calls took above those (compiles, waits, calls beside background
+work), the p90 and max of calls 6..N (seconds), the largest ratio of a call 6..N to the
+steady-state time at its size, and dynjax's compile counts. Every result is checked against numpy.
 
 ``--compile`` adds the compile-time scaling: K = 10, 100, 300 chained elementwise steps, the
 time XLA takes to compile dynjax's specialized module against jax's module of the same program
@@ -310,7 +311,9 @@ def summarize(times, steady):
     skip = 5 if len(ts) > 5 else 0
     rest = ts[skip:]
     slowdown = rest / np.asarray(steady)[skip:]
-    return {"total": ts.sum(), "first": ts[0], "2..N": ts[1:].sum(),
+    st = np.asarray(steady)
+    return {"total": ts.sum(), "first": ts[0], "2..N": ts[1:].sum(), "steady 2..N": st[1:].sum(),
+            "above steady 2..N": (ts[1:] - st[1:]).sum(),
             "p90 6..N": float(np.percentile(rest, 90)), "max 6..N": rest.max(),
             "worst / steady": slowdown.max(), "worst at": skip + int(np.argmax(slowdown))}
 
@@ -321,15 +324,15 @@ def fmt(s: float) -> str:
 
 def print_stream(name, sizes, times, info, steady):
     print(f"\n### {name} ({len(sizes)} sizes in {sizes.min()}..{sizes.max()})\n")
-    print("| framework | total | first | calls 2..N | p90 6..N | max 6..N | worst 6..N / steady at its size | total / jax padded |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    print("| framework | total | first | calls 2..N | their steady times | above them | p90 6..N | max 6..N | worst 6..N / steady at its size | total / jax padded |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     rows = {fw: summarize(ts, steady[fw]) for fw, ts in times.items()}
     ref = rows.get("jax padded", {}).get("total")
     for fw, r in rows.items():
         ratio = f"{r['total'] / ref:.2f}x" if ref else "—"
         k = r["worst at"]
         print(f"| {fw} | {fmt(r['total'])} | {fmt(r['first'])} | {fmt(r['2..N'])} | "
-              f"{fmt(r['p90 6..N'])} | {fmt(r['max 6..N'])} | {r['worst / steady']:.1f}x "
+              f"{fmt(r['steady 2..N'])} | {fmt(r['above steady 2..N'])} | {fmt(r['p90 6..N'])} | {fmt(r['max 6..N'])} | {r['worst / steady']:.1f}x "
               f"(call {k + 1}, n = {sizes[k]}: {fmt(times[fw][k])} / {fmt(steady[fw][k])}) | {ratio} |")
     keys = ("traces", "compilations", "padded_compilations", "background_compilations",
             "exact_runs", "padded_runs", "eager_runs", "host_steps")
