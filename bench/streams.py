@@ -291,14 +291,16 @@ def run_stream(name, calls, top, seed=0, alone=False):
     tiers.wait_for_background()
     # each size's steady-state time: the stream's sizes again, STEADY_ROUNDS times, the best
     # of each framework's calls at a size (dynjax's exact executable of a size that recurs)
+    # (``alone``: each framework's rounds in turn, as its stream ran)
     steady = {k: [np.inf] * len(inputs) for k in fws}
-    for _ in range(STEADY_ROUNDS):
-        for k in range(len(inputs)):
-            for fw in fws:
-                t = pc()
-                fws[fw](*inputs[k])
-                steady[fw][k] = min(steady[fw][k], pc() - t)
-        tiers.wait_for_background()
+    for group in ([[fw] for fw in fws] if alone else [list(fws)]):
+        for _ in range(STEADY_ROUNDS):
+            for k in range(len(inputs)):
+                for fw in group:
+                    t = pc()
+                    fws[fw](*inputs[k])
+                    steady[fw][k] = min(steady[fw][k], pc() - t)
+            tiers.wait_for_background()
     return sizes, times, info, steady
 
 
