@@ -365,6 +365,31 @@ def test_large_sizes_and_large_values_are_compiled_even_from_small_arguments():
     assert outer.cache_info()["host_runs"] == 0 and outer.cache_info()["compilations"] == 1
 
 
+def test_a_program_with_a_loop_keeps_the_smaller_size_limit():
+    """A loop on the sizes is evaluated when building, once per size, and folded: a program
+    holding one takes sizes of at most ``MAX_LOOP_ELEMENTS`` (its evaluation grows with
+    them), where a straight-line one takes up to ``MAX_ELEMENTS``."""
+    def with_loop(x):
+        total = dynjax.lax.fori_loop(0, x.shape[0], lambda i, c: c * 0.5 + i, 0.0)
+        return x * total
+
+    def want(x):
+        c = 0.0
+        for i in range(x.shape[0]):
+            c = c * 0.5 + i
+        return x * c
+    f = dynjax.qjit(with_loop, abstracted_axes=({0: "n"},))
+    g = dynjax.qjit(lambda x: x * 2.0 + 1.0, abstracted_axes=({0: "n"},))
+    n = host_tier.MAX_LOOP_ELEMENTS + 500
+    assert host_tier.MAX_ELEMENTS >= 2 * n
+    for k, x in enumerate((np.linspace(0, 1, 100), np.linspace(0, 1, n))):
+        np.testing.assert_allclose(f(x), want(x), rtol=1e-13)
+        np.testing.assert_array_equal(g(x), x * 2.0 + 1.0)
+        assert g.cache_info()["host_runs"] == k + 1
+    assert f.cache_info()["host_runs"] == 1   # 100 elements only
+    assert host_tier.size_limit(f._entry().program.single.jaxpr) == host_tier.MAX_LOOP_ELEMENTS
+
+
 def test_custom_rules_and_checkpoint_are_inlined_and_gradients_run_on_the_host():
     from dynjax import nn
 

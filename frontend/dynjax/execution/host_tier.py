@@ -59,6 +59,10 @@ MAX_ELEMENTS = 1 << 14
 #: and no value it computes (a broadcast, an outer product) more than this many (attention's
 #: n x n scores beyond 128 rows ran 2x slower on numpy than on XLA)
 MAX_VALUE_ELEMENTS = MAX_ELEMENTS
+#: a program with a loop or a branch (evaluated when building, once per size, and folded
+#: into a constant) at most this many: its evaluation grows with the sizes (a loop over
+#: 7,000 rows took 0.2 s to reach ``RECORD_EQUATIONS`` and be refused, at each new size)
+MAX_LOOP_ELEMENTS = 1024
 #: and the constants a host program holds (folded values) at most this many bytes
 MAX_HELD_BYTES = 1 << 18
 #: a build gives up when evaluating the program takes more equations than this (loops on
@@ -162,9 +166,29 @@ def straight_line(jaxpr: Jaxpr) -> bool:
         walk = None   # (a recursive closure is a reference cycle: see core/pytree.py, _no_cycle)
 
 
-def small(values: Sequence[Any]) -> bool:
-    """Whether every value holds at most ``MAX_ELEMENTS`` elements."""
-    return all(np.size(v) <= MAX_ELEMENTS for v in values)
+def small(values: Sequence[Any], limit: int = 0) -> bool:
+    """Whether every value holds at most ``limit`` elements (``MAX_ELEMENTS`` by default)."""
+    limit = limit or MAX_ELEMENTS
+    return all(np.size(v) <= limit for v in values)
+
+
+def size_limit(jaxpr: Jaxpr) -> int:
+    """The most elements an argument or size of ``jaxpr`` may have on the host:
+    ``MAX_LOOP_ELEMENTS`` where it holds a loop or a branch (inlined calls looked into),
+    else ``MAX_ELEMENTS``."""
+    def control_flow(j) -> bool:
+        for eqn in j.eqns:
+            body = _calls().get(eqn.primitive)
+            if body is not None:
+                if control_flow(eqn.params[body]):
+                    return True
+            elif _nested(eqn):
+                return True
+        return False
+    try:
+        return MAX_LOOP_ELEMENTS if control_flow(jaxpr) else MAX_ELEMENTS
+    finally:
+        control_flow = None   # (a recursive closure is a reference cycle)
 
 
 class _Aval:

@@ -19,7 +19,8 @@ from .padding import bucket
 
 class HostTier:
     """``Segment``'s host-tier methods (its attributes: ``hosted``, ``reusable_hosts``,
-    ``host_reusable``, ``_hostable``, ``host_served``; see ``Segment.__init__``)."""
+    ``host_reusable``, ``_hostable``, ``_host_limit``, ``host_served``; see
+    ``Segment.__init__``)."""
 
     def _host_program(self, key, args) -> Optional["host_tier.HostProgram"]:
         """The host program of these sizes (``host_tier``), built at the first call at them,
@@ -28,6 +29,7 @@ class HostTier:
         if pol == "off" or (pol == "auto" and tiers.policy() != "auto"):   # a tier is forced
             return None
         if self._hostable is None:
+            self._host_limit = host_tier.size_limit(self.jaxpr)
             self._hostable = (not self.exact_by_padding and host_tier.straight_line(self.jaxpr)
                               and host_tier.small(self.consts))
             if not self._hostable:
@@ -35,8 +37,9 @@ class HostTier:
             self.module_text   # noqa: B018  (what XLA would refuse, the host tier refuses too)
         host = self.hosted.get(key)
         if host is None:
-            if pol != "always" and not (host_tier.small(args) and
-                                        all(int(args[i]) <= host_tier.MAX_ELEMENTS for i in self.baked)):
+            limit = self._host_limit
+            if pol != "always" and not (host_tier.small(args, limit) and
+                                        all(int(args[i]) <= limit for i in self.baked)):
                 return None
             host = self._reused_host(args, key)
             if host is not None:
