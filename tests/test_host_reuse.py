@@ -123,7 +123,7 @@ def test_the_reach_decides_as_a_build_at_the_sizes_would(name, fn, oracle, make,
                 except host_tier.NotHosted:
                     built = None
                 chosen = host_tier.small([args[i] for i in seg.runtime]) and built is not None
-                assert reach._chosen_at(args, set(seg.runtime)) == chosen, (name, seconds, n)
+                assert reach.chosen_at(args, set(seg.runtime)) == chosen, (name, seconds, n)
                 if built is not None:
                     sizes_of = [a if i in seg.baked else None for i, a in enumerate(args)]
                     assert reach.host.at(sizes_of) == pytest.approx(built.seconds, rel=1e-12), (name, n)

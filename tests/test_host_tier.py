@@ -390,6 +390,39 @@ def test_a_program_with_a_loop_keeps_the_smaller_size_limit():
     assert host_tier.size_limit(f._entry().program.single.jaxpr) == host_tier.MAX_LOOP_ELEMENTS
 
 
+def test_sizes_an_earlier_build_estimates_for_xla_are_not_built(monkeypatch):
+    """A build evaluates the program at the call's sizes before its estimate can refuse them
+    (0.3-0.5 ms at a few thousand elements): a later size whose estimate, computed from an
+    earlier build's (every length static or a size), is XLA's is not built at all, and one
+    whose estimate is the host's still is. (A cumulative sum: built per size, not reused.)"""
+    builds = []
+    build = host_tier.build
+    monkeypatch.setattr(host_tier, "build", lambda *a, **k: builds.append(1) or build(*a, **k))
+
+    def chain(x):
+        for _ in range(2):
+            x = jnp.tanh(jnp.exp(x) * 0.1)
+        return jnp.cumsum(x)
+
+    def want(x):
+        for _ in range(2):
+            x = np.tanh(np.exp(x) * 0.1)
+        return np.cumsum(x)
+    f = dynjax.qjit(chain, abstracted_axes=({0: "n"},))
+    with budget(DEFAULT_BUDGET):
+        x = np.linspace(-1, 1, 3000)
+        np.testing.assert_allclose(f(x), want(x), rtol=1e-12)
+        # refused at 3,000 rows after its evaluation; compiled, and built at 5 rows ahead
+        assert len(builds) == 2 and f.cache_info()["host_programs"] == 1
+        for n in (3500, 4000, 2500):   # estimated XLA's: not built
+            x = np.linspace(-1, 1, n)
+            np.testing.assert_allclose(f(x), want(x), rtol=1e-12)
+        assert len(builds) == 2 and f.cache_info()["host_runs"] == 0
+        x = np.linspace(-1, 1, 7)   # estimated the host's: built
+        np.testing.assert_allclose(f(x), want(x), rtol=1e-14)
+        assert len(builds) == 3 and f.cache_info()["host_runs"] == 1
+
+
 def test_custom_rules_and_checkpoint_are_inlined_and_gradients_run_on_the_host():
     from dynjax import nn
 

@@ -195,13 +195,16 @@ class Reach:
                 grew = grew or new > top
         if not grew:
             return True
-        if not self._chosen_at(args, runtime):
+        if not self.chosen_at(args, runtime):
             return False
         if all(new >= top for new, top in zip(have, self.ceiling)):
             self.ceiling = have
         return True
 
-    def _chosen_at(self, args, runtime) -> bool:
+    def chosen_at(self, args, runtime) -> bool:
+        """Whether the host tier takes these arguments of a segment (``runtime``: the
+        positions that stay arguments): within its limits, and an estimated run time at most
+        XLA's, as a build at these sizes would decide."""
         limit = host_tier.MAX_ELEMENTS
         if not all(np.size(args[i]) <= limit if i in runtime else int(args[i]) <= limit
                    for i in range(len(args))):

@@ -114,7 +114,12 @@ _TRANSCENDENTAL = {"exp", "log", "log1p", "expm1", "sin", "cos", "tan", "asin", 
 # ----------------------------------------------------------------------------------------------
 
 class NotHosted(Exception):
-    """This segment, at these sizes, is XLA's."""
+    """This segment, at these sizes, is XLA's. ``estimate``: where the estimates decided it,
+    the program's estimates at any sizes (a ``Reach``, see ``_estimate``), else None."""
+
+    def __init__(self, message: str, estimate=None):
+        super().__init__(message)
+        self.estimate = estimate
 
 
 def _calls():
@@ -213,7 +218,7 @@ class HostProgram:
     before running anything, and the caller calls ``run``. Elsewhere ``fast`` is ``run``."""
 
     __slots__ = ("run", "fast", "in_avals", "_scalars", "equations", "direct", "seconds",
-                 "sizes", "source", "compiled", "reach", "__weakref__")
+                 "sizes", "source", "compiled", "reach", "estimate", "__weakref__")
     wait_interruptibly = False
 
     def __init__(self, run, fast, in_avals, equations, direct, seconds, sizes, source):
@@ -232,12 +237,13 @@ class HostProgram:
         self.source = source         # the generated function's text
         self.compiled = None         # (executable, specialized text) of these sizes, when asked
         self.reach = None            # the other sizes it serves as it is (``Reach``), if any
+        self.estimate = None         # its estimates at any sizes (``_estimate``), if known
 
     def at(self, in_avals, sizes) -> "HostProgram":
         """This program as one of other sizes that its ``reach`` admits (the same function)."""
         program = HostProgram(self.run, self.fast, in_avals, self.equations, self.direct,
                               self.seconds, sizes, self.source)
-        program.reach = self.reach
+        program.reach, program.estimate = self.reach, self.estimate
         return program
 
     def __call__(self, *args):
@@ -349,7 +355,7 @@ def build(jaxpr: Jaxpr, consts: Sequence[Any], args: Sequence[Any], runtime: Seq
     xla_seconds = XLA_RUN_SECONDS + rec.xla_seconds
     if not force and rec.seconds > xla_seconds:
         raise NotHosted(f"estimated {rec.seconds * 1e6:.1f} us on the host, "
-                        f"{xla_seconds * 1e6:.1f} us on XLA")
+                        f"{xla_seconds * 1e6:.1f} us on XLA", _estimate(rec, args, runtime_set))
     host_reach.unsized_broadcasts(rec, results)
     _lazy_views(rec, results)
     anywhere = host_reach.hold_anywhere(rec, results)
@@ -368,12 +374,22 @@ def build(jaxpr: Jaxpr, consts: Sequence[Any], args: Sequence[Any], runtime: Seq
         if not _agrees((run, fast), arguments, expected, list(consts)):
             raise NotHosted("the generated program disagrees with the impl rules")
     program = HostProgram(run, fast, in_avals, len(rec.steps), direct, rec.seconds, list(sizes), source)
-    if anywhere:
-        try:
-            program.reach = _reach(rec, host_reach.lengths(args, runtime_set))
-        except KeyError:   # a length in a type it has not seen (a constant's): not reused
-            pass
+    program.estimate = _estimate(rec, args, runtime_set)
+    if anywhere:   # (every length static or a size argument: it has the estimate's reach)
+        program.reach = program.estimate
     return program
+
+
+def _estimate(rec: _Record, args, runtime_set) -> "host_reach.Reach | None":
+    """The program's estimates and value counts at any sizes (``Reach.chosen_at``: whether
+    the host tier would take given sizes, without a build there), where every length in its
+    types is static or a size argument; else None."""
+    if not rec.polymorphic:
+        return None
+    try:
+        return _reach(rec, host_reach.lengths(args, runtime_set))
+    except KeyError:   # a length in a type it has not seen (a constant's)
+        return None
 
 
 def _reach(rec: _Record, at: tuple) -> "host_reach.Reach":

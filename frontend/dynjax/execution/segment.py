@@ -75,6 +75,7 @@ class Segment(HostTier):
         self.hosted = BoundedCache(stats.cache_size)    # exact key -> HostProgram or NOT_HOSTED
         self._hostable: Optional[bool] = None           # whether the host tier may run it at all
         self._host_limit = 0                            # and the largest arguments it may (size_limit)
+        self._host_estimate = None                      # the latest build's estimates at any sizes
         self.host_served = False                        # whether it has served a call
         #: the latest host programs that serve other sizes as they are (``host_reach.Reach``)
         self.reusable_hosts: tuple = ()

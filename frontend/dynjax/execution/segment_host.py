@@ -19,7 +19,7 @@ from .padding import bucket
 
 class HostTier:
     """``Segment``'s host-tier methods (its attributes: ``hosted``, ``reusable_hosts``,
-    ``host_reusable``, ``_hostable``, ``_host_limit``, ``host_served``; see
+    ``host_reusable``, ``_hostable``, ``_host_limit``, ``_host_estimate``, ``host_served``; see
     ``Segment.__init__``)."""
 
     def _host_program(self, key, args) -> Optional["host_tier.HostProgram"]:
@@ -44,6 +44,9 @@ class HostTier:
             host = self._reused_host(args, key)
             if host is not None:
                 return host
+            estimate = self._host_estimate   # an earlier build's, at other sizes
+            if pol != "always" and estimate is not None and not estimate.chosen_at(args, set(self.runtime)):
+                return None   # XLA's, as a build here would find after its eager run
             if pol != "always" and self.calls_at.get(key) is None and self._compiled_bucket_holds(args) \
                     and self.host_reusable is not None:
                 # the bucket serves a size met once; a size that recurs is built (and so is
@@ -97,12 +100,16 @@ class HostTier:
         try:
             host = host_tier.build(self.jaxpr, self.consts, args, self.runtime, self._sizes(args), force)
         except host_tier.NotHosted as e:
+            if e.estimate is not None:
+                self._host_estimate = e.estimate
             why = str(e)
             explain.maybe(explain.tiers, lambda: f"not the host tier ({why}): {self._describe_key(self._key(args))}")
             return NOT_HOSTED
         except Exception:   # what the compiled program says of these arguments decides
             return NOT_HOSTED
         self.stats.host_programs += 1
+        if host.estimate is not None:
+            self._host_estimate = host.estimate
         if host.reach is not None:
             self.reusable_hosts = (host,) + self.reusable_hosts[:REUSABLE_HOSTS - 1]
         self.host_reusable = bool(self.host_reusable) or host.reach is not None
