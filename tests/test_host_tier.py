@@ -367,7 +367,7 @@ def test_large_sizes_and_large_values_are_compiled_even_from_small_arguments():
 
 def test_a_program_with_a_loop_keeps_the_smaller_size_limit():
     """A loop on the sizes is evaluated when building, once per size, and folded: a program
-    holding one takes sizes of at most ``MAX_LOOP_ELEMENTS`` (its evaluation grows with
+    holding one takes sizes of at most ``MAX_BUILD_ELEMENTS`` (its evaluation grows with
     them), where a straight-line one takes up to ``MAX_ELEMENTS``."""
     def with_loop(x):
         total = dynjax.lax.fori_loop(0, x.shape[0], lambda i, c: c * 0.5 + i, 0.0)
@@ -380,19 +380,34 @@ def test_a_program_with_a_loop_keeps_the_smaller_size_limit():
         return x * c
     f = dynjax.qjit(with_loop, abstracted_axes=({0: "n"},))
     g = dynjax.qjit(lambda x: x * 2.0 + 1.0, abstracted_axes=({0: "n"},))
-    n = host_tier.MAX_LOOP_ELEMENTS + 500
+    n = host_tier.MAX_BUILD_ELEMENTS + 500
     assert host_tier.MAX_ELEMENTS >= 2 * n
     for k, x in enumerate((np.linspace(0, 1, 100), np.linspace(0, 1, n))):
         np.testing.assert_allclose(f(x), want(x), rtol=1e-13)
         np.testing.assert_array_equal(g(x), x * 2.0 + 1.0)
         assert g.cache_info()["host_runs"] == k + 1
     assert f.cache_info()["host_runs"] == 1   # 100 elements only
-    assert host_tier.size_limit(f._entry().program.single.jaxpr) == host_tier.MAX_LOOP_ELEMENTS
+    assert host_tier.size_limit(f._entry().program.single.jaxpr) == host_tier.MAX_BUILD_ELEMENTS
+
+
+def test_a_size_beyond_a_thousand_elements_gets_no_build_of_its_own():
+    """Up to ``MAX_ELEMENTS`` elements the host tier serves a program whose host program
+    serves other sizes; a program whose programs do not (a cumulative sum: one per size)
+    gets no build for a size beyond ``MAX_BUILD_ELEMENTS``, where the build would cost more
+    than the runs of a size met once."""
+    f = dynjax.qjit(lambda x: jnp.cumsum(x) * 2.0, abstracted_axes=({0: "n"},))
+    g = dynjax.qjit(lambda x: jnp.sum(x * x), abstracted_axes=({0: "n"},))
+    for n in (100, 2000, 3000, 120):
+        x = np.linspace(0, 1, n)
+        np.testing.assert_allclose(f(x), np.cumsum(x) * 2.0, rtol=1e-13)
+        np.testing.assert_allclose(g(x), np.sum(x * x), rtol=1e-13)
+    assert (f.cache_info()["host_programs"], f.cache_info()["host_runs"]) == (2, 2)
+    assert (g.cache_info()["host_programs"], g.cache_info()["host_runs"]) == (1, 4)
 
 
 def test_sizes_an_earlier_build_estimates_for_xla_are_not_built(monkeypatch):
     """A build evaluates the program at the call's sizes before its estimate can refuse them
-    (0.3-0.5 ms at a few thousand elements): a later size whose estimate, computed from an
+    (0.2-0.5 ms at a thousand elements): a later size whose estimate, computed from an
     earlier build's (every length static or a size), is XLA's is not built at all, and one
     whose estimate is the host's still is. (A cumulative sum: built per size, not reused.)"""
     builds = []
@@ -410,11 +425,11 @@ def test_sizes_an_earlier_build_estimates_for_xla_are_not_built(monkeypatch):
         return np.cumsum(x)
     f = dynjax.qjit(chain, abstracted_axes=({0: "n"},))
     with budget(DEFAULT_BUDGET):
-        x = np.linspace(-1, 1, 3000)
+        x = np.linspace(-1, 1, 900)
         np.testing.assert_allclose(f(x), want(x), rtol=1e-12)
-        # refused at 3,000 rows after its evaluation; compiled, and built at 5 rows ahead
+        # refused at 900 rows after its evaluation; compiled, and built at 5 rows ahead
         assert len(builds) == 2 and f.cache_info()["host_programs"] == 1
-        for n in (3500, 4000, 2500):   # estimated XLA's: not built
+        for n in (950, 1000, 800):   # estimated XLA's: not built
             x = np.linspace(-1, 1, n)
             np.testing.assert_allclose(f(x), want(x), rtol=1e-12)
         assert len(builds) == 2 and f.cache_info()["host_runs"] == 0

@@ -59,10 +59,14 @@ MAX_ELEMENTS = 1 << 14
 #: and no value it computes (a broadcast, an outer product) more than this many (attention's
 #: n x n scores beyond 128 rows ran 2x slower on numpy than on XLA)
 MAX_VALUE_ELEMENTS = MAX_ELEMENTS
-#: a program with a loop or a branch (evaluated when building, once per size, and folded
-#: into a constant) at most this many: its evaluation grows with the sizes (a loop over
-#: 7,000 rows took 0.2 s to reach ``RECORD_EQUATIONS`` and be refused, at each new size)
-MAX_LOOP_ELEMENTS = 1024
+#: but a size is built for only where its arguments hold at most this many, unless the
+#: program's host programs serve other sizes (``host_reach``) and it holds no loop or
+#: branch: a build per size (an evaluation, a function generated and checked: 2-3 times a
+#: run) costs more than the eager run or padded executable a size met once gets beyond it
+#: (new sizes of 1,100-16,000 elements: 300-480 us against 200-235 us), and a loop on the
+#: sizes, evaluated when building, grows with them (over 7,000 rows it took 0.2 s to reach
+#: ``RECORD_EQUATIONS`` and be refused, at each new size)
+MAX_BUILD_ELEMENTS = 1024
 #: and the constants a host program holds (folded values) at most this many bytes
 MAX_HELD_BYTES = 1 << 18
 #: a build gives up when evaluating the program takes more equations than this (loops on
@@ -179,8 +183,9 @@ def small(values: Sequence[Any], limit: int = 0) -> bool:
 
 def size_limit(jaxpr: Jaxpr) -> int:
     """The most elements an argument or size of ``jaxpr`` may have on the host:
-    ``MAX_LOOP_ELEMENTS`` where it holds a loop or a branch (inlined calls looked into),
-    else ``MAX_ELEMENTS``."""
+    ``MAX_BUILD_ELEMENTS`` where it holds a loop or a branch (inlined calls looked into),
+    else ``MAX_ELEMENTS`` (``MAX_BUILD_ELEMENTS`` too, for a build, until its host programs
+    serve other sizes: ``Segment._host_program``)."""
     def control_flow(j) -> bool:
         for eqn in j.eqns:
             body = _calls().get(eqn.primitive)
@@ -191,7 +196,7 @@ def size_limit(jaxpr: Jaxpr) -> int:
                 return True
         return False
     try:
-        return MAX_LOOP_ELEMENTS if control_flow(jaxpr) else MAX_ELEMENTS
+        return MAX_BUILD_ELEMENTS if control_flow(jaxpr) else MAX_ELEMENTS
     finally:
         control_flow = None   # (a recursive closure is a reference cycle)
 

@@ -44,6 +44,10 @@ class HostTier:
             host = self._reused_host(args, key)
             if host is not None:
                 return host
+            limit = limit if self.host_reusable else host_tier.MAX_BUILD_ELEMENTS
+            if pol != "always" and not (host_tier.small(args, limit) and
+                                        all(int(args[i]) <= limit for i in self.baked)):
+                return None   # a build of its own for these sizes alone: not worth it
             estimate = self._host_estimate   # an earlier build's, at other sizes
             if pol != "always" and estimate is not None and not estimate.chosen_at(args, set(self.runtime)):
                 return None   # XLA's, as a build here would find after its eager run
