@@ -37,16 +37,12 @@ class HostTier:
             self.module_text   # noqa: B018  (what XLA would refuse, the host tier refuses too)
         host = self.hosted.get(key)
         if host is None:
-            limit = self._host_limit
-            if pol != "always" and not (host_tier.small(args, limit) and
-                                        all(int(args[i]) <= limit for i in self.baked)):
+            if pol != "always" and not self._within(args, self._host_limit):
                 return None
             host = self._reused_host(args, key)
             if host is not None:
                 return host
-            limit = limit if self.host_reusable else host_tier.MAX_BUILD_ELEMENTS
-            if pol != "always" and not (host_tier.small(args, limit) and
-                                        all(int(args[i]) <= limit for i in self.baked)):
+            if pol != "always" and not self.host_reusable and not self._within(args, host_tier.MAX_BUILD_ELEMENTS):
                 return None   # a build of its own for these sizes alone: not worth it
             estimate = self._host_estimate   # an earlier build's, at other sizes
             if pol != "always" and estimate is not None and not estimate.chosen_at(args, set(self.runtime)):
@@ -58,6 +54,10 @@ class HostTier:
                 return None
             host = self.hosted.get_or_fill(key, lambda: self._build_host(args, pol == "always"))
         return None if host is NOT_HOSTED else host
+
+    def _within(self, args, limit: int) -> bool:
+        """Whether every argument and size holds at most ``limit`` elements."""
+        return host_tier.small(args, limit) and all(int(args[i]) <= limit for i in self.baked)
 
     def _run_host(self, host, args) -> list:
         self.host_served = True
