@@ -120,12 +120,13 @@ class Polynomial:
         return Polynomial({(position,): 1.0})
 
     @staticmethod
-    def _of(x) -> "Polynomial":
+    def of(x) -> "Polynomial":
+        """``x`` as a polynomial (a number: a constant one)."""
         return x if x.__class__ is Polynomial else Polynomial({(): float(x)} if x else {})
 
     def __add__(self, other) -> "Polynomial":
         terms = dict(self.terms)
-        for k, c in Polynomial._of(other).terms.items():
+        for k, c in Polynomial.of(other).terms.items():
             terms[k] = terms.get(k, 0.0) + c
         return Polynomial(terms)
 
@@ -134,7 +135,7 @@ class Polynomial:
     def __mul__(self, other) -> "Polynomial":
         terms: Dict[tuple, float] = {}
         for k1, c1 in self.terms.items():
-            for k2, c2 in Polynomial._of(other).terms.items():
+            for k2, c2 in Polynomial.of(other).terms.items():
                 k = tuple(sorted(k1 + k2))
                 terms[k] = terms.get(k, 0.0) + c1 * c2
         return Polynomial(terms)
@@ -168,7 +169,7 @@ class Reach:
         self.lengths = lengths
         self.pattern = _pattern(lengths)
         self.static = frozenset(static_dims)
-        self.host, self.xla = Polynomial._of(host), Polynomial._of(xla)
+        self.host, self.xla = Polynomial.of(host), Polynomial.of(xla)
         self.values = values
         #: lengths the host tier takes (the build's, or larger ones admitted since): the
         #: estimates and limits grow with every length, so lengths below them pass too

@@ -152,27 +152,24 @@ def _nested(eqn) -> bool:
     return False
 
 
+def _inlined(jaxpr):
+    """The equations of ``jaxpr``, those of the calls it makes (``_calls``) in their place."""
+    for eqn in jaxpr.eqns:
+        body = _calls().get(eqn.primitive)
+        if body is None:
+            yield eqn
+        else:
+            yield from _inlined(eqn.params[body])
+
+
 def straight_line(jaxpr: Jaxpr) -> bool:
     """Whether the host tier may try ``jaxpr``: at most ``MAX_EQUATIONS`` equations (the
     programs of inlined calls counted), each with an impl rule. (A loop or branch must have
     only sizes and constants as operands, so that it folds into a constant: ``build``.)"""
-    count = [0]
-
-    def walk(j) -> bool:
-        for eqn in j.eqns:
-            body = _calls().get(eqn.primitive)
-            if body is not None:
-                if not walk(eqn.params[body]):
-                    return False
-                continue
-            count[0] += 1
-            if eqn.primitive not in impl_rules or count[0] > MAX_EQUATIONS:
-                return False
-        return True
-    try:
-        return walk(jaxpr)
-    finally:
-        walk = None   # (a recursive closure is a reference cycle: see core/pytree.py, _no_cycle)
+    for count, eqn in enumerate(_inlined(jaxpr), 1):
+        if eqn.primitive not in impl_rules or count > MAX_EQUATIONS:
+            return False
+    return True
 
 
 def small(values: Sequence[Any], limit: int = 0) -> bool:
@@ -186,19 +183,7 @@ def size_limit(jaxpr: Jaxpr) -> int:
     ``MAX_BUILD_ELEMENTS`` where it holds a loop or a branch (inlined calls looked into),
     else ``MAX_ELEMENTS`` (``MAX_BUILD_ELEMENTS`` too, for a build, until its host programs
     serve other sizes: ``Segment._host_program``)."""
-    def control_flow(j) -> bool:
-        for eqn in j.eqns:
-            body = _calls().get(eqn.primitive)
-            if body is not None:
-                if control_flow(eqn.params[body]):
-                    return True
-            elif _nested(eqn):
-                return True
-        return False
-    try:
-        return MAX_BUILD_ELEMENTS if control_flow(jaxpr) else MAX_ELEMENTS
-    finally:
-        control_flow = None   # (a recursive closure is a reference cycle)
+    return MAX_BUILD_ELEMENTS if any(_nested(eqn) for eqn in _inlined(jaxpr)) else MAX_ELEMENTS
 
 
 class _Aval:
@@ -386,31 +371,26 @@ def build(jaxpr: Jaxpr, consts: Sequence[Any], args: Sequence[Any], runtime: Seq
 
 
 def _estimate(rec: _Record, args, runtime_set) -> "host_reach.Reach | None":
-    """The program's estimates and value counts at any sizes (``Reach.chosen_at``: whether
-    the host tier would take given sizes, without a build there), where every length in its
-    types is static or a size argument; else None."""
+    """The program's ``Reach`` from the build's lengths: its estimates and the element counts
+    of its values as polynomials of the sizes (``Reach.chosen_at``: whether the host tier
+    would take given sizes, without a build there), where every length in its types is
+    static or a size argument; else None."""
     if not rec.polymorphic:
         return None
-    try:
-        return _reach(rec, host_reach.lengths(args, runtime_set))
-    except KeyError:   # a length in a type it has not seen (a constant's)
-        return None
-
-
-def _reach(rec: _Record, at: tuple) -> "host_reach.Reach":
-    """The ``Reach`` of a program that holds at other sizes, built at lengths ``at``: its
-    estimates and the element counts of its values as polynomials of the sizes."""
     host = xla = 0.0
     values = {}
-    for step in rec.steps:
-        first_in = host_reach.symbolic(rec.shape_of(step.eqn.invars[0])) if step.eqn.invars else ()
-        outs = [host_reach.symbolic(rec.shape_of(v)) for v in step.eqn.outvars]
-        h, x = _estimates(step.eqn.primitive.name, step.eqn.params, step.direct, first_in, outs)
-        host, xla = host + h, xla + x
-        for shape in outs:   # a count is one term: the largest of each kind
-            for k, c in host_reach.Polynomial._of(math.prod(shape)).terms.items():
-                values[k] = max(values.get(k, 0.0), c)
-    return host_reach.Reach(at, rec.static_dims, host, xla,
+    try:
+        for step in rec.steps:
+            first_in = host_reach.symbolic(rec.shape_of(step.eqn.invars[0])) if step.eqn.invars else ()
+            outs = [host_reach.symbolic(rec.shape_of(v)) for v in step.eqn.outvars]
+            h, x = _estimates(step.eqn.primitive.name, step.eqn.params, step.direct, first_in, outs)
+            host, xla = host + h, xla + x
+            for shape in outs:   # a count is one term: the largest of each kind
+                for k, c in host_reach.Polynomial.of(math.prod(shape)).terms.items():
+                    values[k] = max(values.get(k, 0.0), c)
+    except KeyError:   # a length in a type it has not seen (a constant's)
+        return None
+    return host_reach.Reach(host_reach.lengths(args, runtime_set), rec.static_dims, host, xla,
                             [host_reach.Polynomial({k: c}) for k, c in values.items()])
 
 

@@ -42,18 +42,23 @@ class HostTier:
             host = self._reused_host(args, key)
             if host is not None:
                 return host
-            if pol != "always" and not self.host_reusable and not self._within(args, host_tier.MAX_BUILD_ELEMENTS):
-                return None   # a build of its own for these sizes alone: not worth it
-            estimate = self._host_estimate   # an earlier build's, at other sizes
-            if pol != "always" and estimate is not None and not estimate.chosen_at(args, set(self.runtime)):
-                return None   # XLA's, as a build here would find after its eager run
-            if pol != "always" and self.calls_at.get(key) is None and self._compiled_bucket_holds(args) \
-                    and self.host_reusable is not None:
-                # the bucket serves a size met once; a size that recurs is built (and so is
-                # the first, which may make a program that serves every other small size)
+            if pol != "always" and not self._worth_a_build(key, args):
                 return None
             host = self.hosted.get_or_fill(key, lambda: self._build_host(args, pol == "always"))
         return None if host is NOT_HOSTED else host
+
+    def _worth_a_build(self, key, args) -> bool:
+        """Whether these sizes, which no host program serves yet, get one of their own (the
+        automatic policy)."""
+        if not self.host_reusable and not self._within(args, host_tier.MAX_BUILD_ELEMENTS):
+            return False   # a build for these sizes alone: it costs more than their runs
+        estimate = self._host_estimate   # an earlier build's, at other sizes
+        if estimate is not None and not estimate.chosen_at(args, set(self.runtime)):
+            return False   # XLA's, as a build here would find after its eager run
+        # the bucket serves a size met once; a size that recurs is built (and so is the
+        # first, which may make a program that serves every other small size)
+        return not (self.calls_at.get(key) is None and self._compiled_bucket_holds(args)
+                    and self.host_reusable is not None)
 
     def _within(self, args, limit: int) -> bool:
         """Whether every argument and size holds at most ``limit`` elements."""
@@ -133,12 +138,10 @@ class HostTier:
         small = _cut_to_small_sizes(self.jaxpr, args, self.runtime, self.baked)
         if small is None or not host_tier.small([small[i] for i in self.runtime]):
             return
-        try:   # sizes no call asked for: where the program refuses them, nothing is built
-            if self._check(small) is not None:
-                return
-        except Exception:
-            return
-        self.hosted.get_or_fill(self._key(small), lambda: self._build_host(small, False))
+        try:
+            self.hosted.get_or_fill(self._key(small), lambda: self._build_host(small, False))
+        except Exception:   # sizes no call asked for: where the program refuses them (its size
+            pass            # checks), nothing is built
 
     def xla_view(self) -> None:
         """For introspection (``f.mlir_specialized``, ``f.hlo``): when the host tier served the
