@@ -20,7 +20,7 @@ from hypothesis import given, settings, strategies as st
 
 import dynjax
 import dynjax.numpy as jnp
-from dynjax.execution import host_tier
+from dynjax.execution import host_reach, host_tier
 from helpers import examples, in_threads
 from test_host_tier import budget, host_tier_is
 
@@ -425,3 +425,120 @@ def test_the_first_small_size_beside_compiled_buckets_is_built_to_serve_the_othe
         np.testing.assert_array_equal(f(x[:n], y), np.tanh(x[:n, None] * y[None, :]))
     info = f.cache_info()
     assert (info["host_programs"], info["host_reuses"], info["padded_runs"]) == (1, 3, 0), info
+
+
+# --- the admission of a new size (Layout.admission): Reach.admits written out ---------------
+
+def _layout_cases():
+    """(layout, lengths at the build, static lengths): the segment's sizes come first in
+    the lengths, then each array's shape."""
+    f8, i4 = np.dtype(np.float64), np.dtype(np.int32)
+    return [
+        (host_reach.Layout([f8], [1], [(0, 0)]), (5, 5), set()),                     # x + 1
+        (host_reach.Layout([f8, f8], [1, 1], [(0, 0)]), (6, 6, 6), set()),            # x * y, one n
+        (host_reach.Layout([f8, f8], [1, 1], [(0, 0), (1, 0)]), (5, 6, 5, 6), set()),  # n and m
+        (host_reach.Layout([f8, f8, f8], [2, 2, 2], [(0, 0)]),                        # an MLP
+         (7, 7, 4, 4, 16, 16, 2), {4, 16, 2}),
+        (host_reach.Layout([i4], [2], [(0, 0), (0, 1)]), (5, 6, 5, 6), {3}),           # (n, m)
+        (host_reach.Layout([f8, f8], [2, 0], [(0, 1)]), (6, 3, 6), {3}),              # (3, n), 0-d
+        (host_reach.Layout([f8], [1], [(0, 0)]), (1, 1), set()),                      # built at 1
+    ]
+
+
+def _expected_admission(reach, layout, args) -> bool:
+    """What the full path decides without an estimate: arrays of the layout's dtypes and
+    ranks, then ``admits`` where no length passes the reach's ceiling."""
+    if any(a.__class__ is not np.ndarray or a.dtype != d or a.ndim != r
+           for a, d, r in zip(args, layout.dtypes, layout.ranks)):
+        return False
+    seg = layout.segment_args(args)
+    runtime = set(range(len(layout.sources), len(seg)))
+    have = host_reach.lengths(seg, runtime)
+    if any(h > c for h, c in zip(have, reach.ceiling)):
+        return False
+    return reach.admits(seg, runtime)
+
+
+@pytest.mark.parametrize("case", range(len(_layout_cases())))
+def test_the_admission_of_a_new_size_decides_as_the_reach_does(case):
+    layout, lengths, static = _layout_cases()[case]
+    reach = host_reach.Reach(lengths, static, 0.0, 0.0, [])
+    reach.ceiling = tuple(12 if d >= 2 and d not in static else d for d in lengths)
+    admit = layout.admission(reach)
+    rng = np.random.default_rng(case)
+    choices = sorted({0, 1, 2, 3, 4, 5, 6, 7, 11, 12, 13, 16} | set(lengths))
+    decided = {True: 0, False: 0}
+    for _ in range(3000):
+        shapes = []
+        for r in layout.ranks:   # around the build's shapes: its lengths, or others
+            shapes.append(tuple(int(rng.choice(choices)) for _ in range(r)))
+        if rng.random() < 0.5:   # the build's own shapes with one length changed
+            shapes, k = _build_shapes(layout, lengths), rng.integers(sum(layout.ranks) or 1)
+            flat = [d for s in shapes for d in s]
+            if flat:
+                flat[k] = int(rng.choice(choices))
+            shapes, it = [], iter(flat)
+            for r in layout.ranks:
+                shapes.append(tuple(next(it) for _ in range(r)))
+        dtypes = [d if rng.random() < 0.95 else np.dtype(np.float32) for d in layout.dtypes]
+        args = [np.zeros(s, d) for s, d in zip(shapes, dtypes)]
+        if rng.random() < 0.02:
+            args[0] = args[0].tolist()
+        want = _expected_admission(reach, layout, args)
+        assert admit(*args) == want, (shapes, dtypes)
+        decided[want] += 1
+    assert decided[True] > 100 and decided[False] > 100, decided
+
+
+def _build_shapes(layout, lengths):
+    flat = list(lengths[len(layout.sources):])
+    shapes, it = [], iter(flat)
+    for r in layout.ranks:
+        shapes.append(tuple(next(it) for _ in range(r)))
+    return shapes
+
+
+def test_the_admission_follows_the_ceiling_as_it_rises():
+    layout = host_reach.Layout([np.dtype(np.float64)], [1], [(0, 0)])
+    reach = host_reach.Reach((5, 5), set(), 0.0, 0.0, [])
+    admit = layout.admission(reach)
+    assert admit(np.ones(4)) and admit(np.ones(5)) and not admit(np.ones(6)) and not admit(np.ones(1))
+    assert reach.admits([6, np.ones(6)], {1})   # a larger size the estimates choose
+    assert admit(np.ones(6)) and not admit(np.ones(7))
+
+
+def test_a_stream_of_new_sizes_is_served_by_the_admission_and_kept_in_the_dispatch_table():
+    f = dynjax.qjit(lambda x, y: jnp.sum(jnp.tanh(x) * y, axis=0) + 1.0,
+                    abstracted_axes=({0: "n"}, {0: "n"}))
+    f(np.ones((40, 3)), np.ones((40, 3)))
+    built = f.cache_info()["host_programs"]
+    admitted = []
+    segment = f._last.program.single
+    real = segment.call_admitted
+    segment.call_admitted = lambda args, layout: admitted.append(len(args[0])) or real(args, layout)
+    sizes = [17, 4, 29, 2, 38, 17, 4]
+    for k, n in enumerate(sizes):
+        x, y = _rng(n).standard_normal((n, 3)), _rng(n + 1).standard_normal((n, 3))
+        np.testing.assert_allclose(f(x, y), np.sum(np.tanh(x) * y, axis=0) + 1.0, rtol=1e-13)
+        if k < 5:   # a new size: introspection shows its own sizes
+            assert "tensor<%dx3xf64>" % n in f.mlir_specialized
+    assert admitted == sizes[:5]   # the repeated sizes: from the dispatch table
+    info = f.cache_info()
+    assert info["host_programs"] == built and info["host_reuses"] == 5
+
+
+def test_a_program_that_serves_only_its_own_sizes_is_not_kept_to_serve_others():
+    """A build at a size equal to a static length admits no other size: it does not take
+    the place of a program that does (a segment keeps four of them)."""
+    f = dynjax.qjit(lambda x, a, b, c, d: x * (jnp.sum(a) + jnp.sum(b) + jnp.sum(c) + jnp.sum(d)),
+                    abstracted_axes=({0: "n"}, None, None, None, None))
+    extra = [np.ones(3), np.ones(4), np.ones(6), np.ones(7)]
+    f(np.ones(10), *extra)
+    builds = f.cache_info()["host_programs"]
+    for n in (3, 4, 6, 7):   # each a static length: a build of its own
+        np.testing.assert_allclose(f(np.arange(n, dtype=float), *extra), np.arange(n) * 20.0)
+    assert f.cache_info()["host_programs"] == builds + 4
+    reuses = f.cache_info()["host_reuses"]
+    for n in (9, 8, 5):
+        np.testing.assert_allclose(f(np.arange(n, dtype=float), *extra), np.arange(n) * 20.0)
+    assert f.cache_info()["host_programs"] == builds + 4 and f.cache_info()["host_reuses"] == reuses + 3

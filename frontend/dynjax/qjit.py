@@ -29,7 +29,7 @@ from .core import pytree
 from .core.avals import same_dim
 from .core.errors import api_boundary, name_user_line, user_error, user_stacklevel
 from .core.trace import EVAL_TRACE, STAGING, Tracer, is_tracing, thread_state, typeof
-from .execution import compile_log, explain
+from .execution import compile_log, explain, host_reach
 from .execution.host_tier import HostProgram
 from .execution.lru import NO_MEMO, BoundedCache, check_cache_size, default_cache_size
 from .execution.calls import ProgramCall, coerce_leaf, describe_input_fn, entry_arguments, run_entry
@@ -390,29 +390,38 @@ class QJIT(Introspection):
 
     def _at_other_sizes(self, args):
         """A call at new sizes of the trace whose host program serves other sizes as it is
-        (``_reusing``, ``Segment.call_at_other_sizes``): its result, registered in the
-        dispatch table, else ``_MISS``. Arrays of the trace's dtypes and ranks, nothing being
-        traced: what the call's own path would check, the program's ``Reach`` checks (a
-        length that changes is dynamic in the trace)."""
-        entry, ranks, tail = self._reusing
-        if STAGING[0] != 0 or len(args) != len(ranks):
+        (``_reusing``): its result where one of the segment's programs built at other sizes
+        admits them (``Segment.call_admitted``, else the reach's full checks, which admit
+        larger lengths where the estimates still choose the host:
+        ``Segment.call_at_other_sizes``), registered in the dispatch table; else ``_MISS``.
+        What the call's own path would check, the admission checks (arrays of the trace's
+        dtypes and ranks; a length that changes is dynamic in the trace), and nothing is
+        being traced."""
+        entry, layout, single = self._reusing
+        if STAGING[0] != 0 or len(args) != len(layout.ranks):
             return _MISS
-        for a, dtype, rank in zip(args, entry.dtypes, ranks):
-            if a.__class__ is not np.ndarray or a.dtype != dtype or a.ndim != rank:
+        segment = entry.program.single
+        served = segment.call_admitted(args, layout)
+        if served is None:   # a length beyond those admitted so far
+            for a, dtype, rank in zip(args, layout.dtypes, layout.ranks):
+                if a.__class__ is not np.ndarray or a.dtype != dtype or a.ndim != rank:
+                    return _MISS
+            sig = entry.traced.signature
+            try:
+                dims = implicit_values(sig, args) if sig.dim_names else []
+            except ValueError:   # (the call's own path reports it)
                 return _MISS
-        sig = entry.traced.signature
-        try:
-            dims = implicit_values(sig, args) if sig.dim_names else []
-        except ValueError:   # (the call's own path reports it)
-            return _MISS
-        served = entry.program.single.call_at_other_sizes(dims + list(args))
-        if served is None:
-            return _MISS
+            served = segment.call_at_other_sizes(dims + list(args))
+            if served is None:
+                return _MISS
         outs, host = served
         self.calls += 1
         self._last = entry
         # the plan ``_register_fast`` makes of it (what it checks, checked above)
-        self._fast.put(tuple([(a.shape, a.dtype) for a in args]), (entry, host) + tail)
+        self._fast.put(tuple([(a.shape, a.dtype) for a in args]),
+                       (entry, host, None, entry.explicit, single, 3))
+        if single is not None:
+            return outs[single]
         return pytree.tree_unflatten(entry.traced.out_tree, [outs[i] for i in entry.explicit])
 
     def _one_array_plan(self, a):
@@ -597,9 +606,12 @@ class QJIT(Introspection):
         by_value = tuple(p - nimp for p in seg.baked if p >= nimp)
         if not by_value:
             self._fast.put(keys, plan)
-            if plan[5] == 3 and exe.reach is not None and self._aot_leaves is None and \
-                    self.in_shardings is None and self.out_shardings is None:
-                self._reusing = (entry, tuple([np.ndim(a) for a in args]), plan[2:])
+            sig = entry.traced.signature
+            if plan[5] == 3 and runtime is None and exe.reach is not None and self._aot_leaves is None and \
+                    self.in_shardings is None and self.out_shardings is None and all(sig.dim_sources):
+                layout = host_reach.Layout(entry.dtypes, [np.ndim(a) for a in args],
+                                           [occurrences[0] for occurrences in sig.dim_sources])
+                self._reusing = (entry, layout, single)
             return
         node = self._fast.get(keys)
         if node.__class__ is not _ByValue or node.positions != by_value:

@@ -163,7 +163,7 @@ class Reach:
     ``host`` and ``xla``: its estimated run times on the host and, beyond a run's fixed
     cost, on XLA, and ``values``: the element count of every value it computes, each a
     ``Polynomial`` of the sizes (``host_tier._estimates`` on the steps' shapes)."""
-    __slots__ = ("lengths", "pattern", "static", "host", "xla", "values", "ceiling")
+    __slots__ = ("lengths", "pattern", "static", "host", "xla", "values", "ceiling", "free")
 
     def __init__(self, lengths: tuple, static_dims, host, xla, values):
         self.lengths = lengths
@@ -174,6 +174,8 @@ class Reach:
         #: lengths the host tier takes (the build's, or larger ones admitted since): the
         #: estimates and limits grow with every length, so lengths below them pass too
         self.ceiling = lengths
+        #: whether some length may change (``admits``): else it serves its own sizes alone
+        self.free = any(d >= 2 and d not in self.static for d in lengths)
 
     def admits(self, args: Sequence[Any], runtime) -> bool:
         """Whether the program serves these arguments of a segment (``runtime``: the
@@ -214,6 +216,80 @@ class Reach:
         if any(count.at(sizes) > host_tier.MAX_VALUE_ELEMENTS for count in self.values):
             return False
         return self.host.at(sizes) <= host_tier.XLA_RUN_SECONDS + self.xla.at(sizes)
+
+
+class Layout:
+    """Where a segment's arguments come from in a call of positional numpy arrays: the
+    arrays' ``dtypes`` and ``ranks``, and for each size argument (the segment's first ones)
+    the ``(array, axis)`` whose length it is; the segment's other arguments are the arrays,
+    each one a runtime argument."""
+    __slots__ = ("dtypes", "ranks", "sources", "_admissions")
+
+    def __init__(self, dtypes, ranks, sources):
+        self.dtypes = tuple(np.dtype(d) for d in dtypes)
+        self.ranks = tuple(int(r) for r in ranks)
+        self.sources = tuple((int(i), int(k)) for i, k in sources)
+        self._admissions: Dict[Reach, Any] = {}
+
+    def admission(self, reach: Reach):
+        """``reach.admits`` as one generated test of a call's arguments laid out so:
+        ``admission(reach)(*args)`` is True where ``admits`` takes the segment's arguments
+        these make without any length growing beyond the reach's ceiling (no estimate to
+        check), and False elsewhere (arguments that are not numpy arrays of these dtypes
+        and ranks, too: the caller's full path decides those). A few comparisons where
+        ``admits`` works out every length and their pattern (0.3 us against 3-5 us)."""
+        test = self._admissions.get(reach)
+        if test is None:
+            if len(self._admissions) >= 16:   # reaches of programs a segment let go since
+                self._admissions.clear()
+            test = self._admissions[reach] = _generate_admission(reach, self)
+        return test
+
+    def segment_args(self, args: Sequence[Any]) -> list:
+        """The segment's arguments of a call: its sizes, then the arrays."""
+        return [np.shape(args[i])[k] for i, k in self.sources] + list(args)
+
+
+def _generate_admission(reach: Reach, layout: Layout):
+    """The function ``Layout.admission`` gives (see there): the checks of ``admits``, each
+    length's expression and its comparisons written out for this layout."""
+    n = len(layout.ranks)
+    params = [f"a{i}" for i in range(n)]
+    lines = []
+    if n:
+        lines.append("if " + " or ".join(f"a{i}.__class__ is not ndarray or a{i}.dtype != t{i}"
+                                         for i in range(n)) + ":")
+        lines.append("    return False")
+        for i, r in enumerate(layout.ranks):
+            lines.append(f"s{i} = a{i}.shape")
+        lines.append("if " + " or ".join(f"len(s{i}) != {r}" for i, r in enumerate(layout.ranks)) + ":")
+        lines.append("    return False")
+    where = [f"s{i}[{k}]" for i, k in layout.sources]
+    where += [f"s{i}[{k}]" for i, r in enumerate(layout.ranks) for k in range(r)]
+    if len(where) != len(reach.lengths):   # not this reach's segment: nothing is admitted
+        return lambda *args: False
+    tests, free = [], []
+    for p, (expr, old) in enumerate(zip(where, reach.lengths)):
+        first = reach.pattern[p]
+        if old < 2 or old in reach.static:    # a length that must stay as it was
+            tests.append(f"{expr} == {int(old)}")
+        elif first != p:                      # equal to an earlier one, as at the build
+            if where[first] != expr:
+                tests.append(f"{expr} == {where[first]}")
+        else:                                 # free: at least 2, no static length, below
+            free.append(expr)                 # the ceiling at every position it takes
+            tests.append(f"2 <= {expr}")
+            if reach.static:
+                tests.append(f"{expr} not in static")
+            tests += [f"{expr} <= c[{q}]" for q in range(len(where)) if reach.pattern[q] == p]
+    tests += [f"{x} != {y}" for j, x in enumerate(free) for y in free[j + 1:]]   # the pattern
+    lines.append("c = reach.ceiling")
+    lines.append("return " + (" and ".join(tests) if tests else "True"))
+    source = f"def admit({', '.join(params)}):\n" + "".join(f"    {line}\n" for line in lines)
+    scope = {"ndarray": np.ndarray, "reach": reach, "static": reach.static}
+    scope.update({f"t{i}": d for i, d in enumerate(layout.dtypes)})
+    exec(host_tier.compiled(source, "<dynjax host admission>"), scope)
+    return scope["admit"]
 
 
 def reuse(programs: Sequence["host_tier.HostProgram"], args: Sequence[Any], runtime: Sequence[int],

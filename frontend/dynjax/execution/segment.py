@@ -28,7 +28,7 @@ from .lru import BoundedCache
 from .padded_runs import PaddedRun, compile_padded, long_runs
 from .padding import NotPaddable, bucket, next_bucket, pad_jaxpr
 from .size_checks import MAX_SIZE, check_sizes
-from .segment_host import HostTier
+from .segment_host import HostTier, _Shape
 from .stats import Stats
 
 
@@ -77,6 +77,10 @@ class Segment(HostTier):
         self._host_limit = 0                            # and the largest arguments it may (size_limit)
         self._host_estimate = None                      # the latest build's estimates at any sizes
         self.host_served = False                        # whether it has served a call
+        #: where the latest call was one a host program built at other sizes served as it is
+        #: (``call_admitted``, which sets ``last_executable`` to that program): its layout
+        #: and the arrays' shapes, for ``xla_view``; else None
+        self.last_host_shapes = None
         #: the latest host programs that serve other sizes as they are (``host_reach.Reach``)
         self.reusable_hosts: tuple = ()
         #: whether its host programs serve other sizes (None: none built yet)
@@ -545,14 +549,6 @@ class _SizeRecord:
         self.calls, self.seconds, self.timed = 0, 0.0, 0
         self.waste = waste
         self.requested = False
-
-
-class _Shape:
-    """What a background exact compile keeps of an array argument: its shape."""
-    __slots__ = ("shape",)
-
-    def __init__(self, shape):
-        self.shape = shape
 
 
 #: ``Segment._padded_run``'s answer for sizes that no compiled bucket holds, when the call

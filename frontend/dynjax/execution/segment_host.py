@@ -66,6 +66,7 @@ class HostTier:
 
     def _run_host(self, host, args) -> list:
         self.host_served = True
+        self.last_host_shapes = None
         self.stats.host_runs += 1
         self.last_executable, self.last_specialized = host, None
         explain.maybe(explain.tiers, lambda: f"host tier: {self._describe_key(self._key(args))}")
@@ -78,6 +79,37 @@ class HostTier:
         caches and tiers are not asked.)"""
         host = self._reused_host(args)
         return None if host is None else (self._run_host(host, args), host)
+
+    def call_admitted(self, args, layout: "host_reach.Layout"):
+        """``(outputs, program)`` of a call of positional numpy arrays laid out as
+        ``layout`` says (each one a runtime argument, the sizes their lengths), where a host
+        ``program`` built at other sizes admits them as they are (``Layout.admission``: no
+        length beyond those admitted before); else None, and the caller's full path
+        decides. Nothing is worked out of the sizes unless asked (``xla_view``): this is
+        ``qjit``'s dispatch of a new small size, a few microseconds where the full path
+        takes ten."""
+        for program in self.reusable_hosts:
+            if layout.admission(program.reach)(*args):
+                break
+        else:
+            return None
+        stats = self.stats
+        stats.host_reuses += 1
+        stats.host_runs += 1
+        self.host_served = True
+        self.last_executable, self.last_specialized = program, None
+        self.last_host_shapes = (layout, [a.shape for a in args])
+        explain.maybe(explain.tiers, lambda: f"host tier, a program of other sizes: "
+                      f"{self._describe_key(self._key(self._admitted_args()))}")
+        try:
+            return program.fast(*args), program
+        except RuntimeError:   # its context is in use (HostProgram)
+            return program.run(*args), program
+
+    def _admitted_args(self) -> list:
+        """The segment's arguments of the latest call ``call_admitted`` served, as shapes."""
+        layout, shapes = self.last_host_shapes
+        return layout.segment_args([_Shape(s) for s in shapes])
 
     def _reused_host(self, args, key=None) -> Optional["host_tier.HostProgram"]:
         """A host program built at other sizes that serves these as it is (``host_reach.reuse``;
@@ -149,10 +181,23 @@ class HostTier:
         program (not in the executable cache: looking must not change which tier serves)."""
         host = self.last_executable
         if host.__class__ is host_tier.HostProgram:
+            if self.last_host_shapes is not None:   # served at other sizes (call_admitted)
+                args = self._admitted_args()
+                host = host.at(tuple(host_tier._Aval(np.shape(args[i]), v.dtype)
+                                     for i, v in zip(self.runtime, host.in_avals)), self._sizes(args))
             if host.compiled is None:
                 exe = self._compile(host.sizes)
                 host.compiled = (exe, self.last_specialized)
             self.last_executable, self.last_specialized = host.compiled
+
+
+class _Shape:
+    """What a background exact compile, or introspection of a host program's call, keeps of
+    an array argument: its shape."""
+    __slots__ = ("shape",)
+
+    def __init__(self, shape):
+        self.shape = shape
 
 
 NOT_HOSTED = object()   # ``Segment.hosted``: XLA runs these sizes
