@@ -143,9 +143,10 @@ def test_a_masked_sum_is_served_at_other_sizes():
 
 
 def test_larger_sizes_are_served_where_the_host_tier_still_takes_them():
-    """A larger size is served by the program where the host tier would take it (its
-    arguments and values within its limits, its estimated time at most XLA's: what a build
-    there decides); a smaller one always is. Lengths 0 and 1 are built anew."""
+    """At its build, the program's ceiling rises to the furthest sizes its estimates still
+    give the host tier (``Reach.extend_ceiling``, to 2%): sizes up to there are served with
+    no estimate to check, larger ones where a build there would take them (its limits),
+    and lengths 0 and 1 are built anew."""
     f = dynjax.qjit(lambda x: jnp.sum(x * 2.0, axis=0), abstracted_axes=({0: "n"},))
 
     def check(n):
@@ -154,14 +155,30 @@ def test_larger_sizes_are_served_where_the_host_tier_still_takes_them():
         info = f.cache_info()
         return info["host_programs"], info["host_reuses"]
     assert check(6) == (1, 0)
-    assert check(8) == (1, 1)
-    with budget(1e-9):   # any XLA run is now estimated cheaper: a larger size is XLA's
-        runs = f.cache_info()["host_runs"]
-        assert check(10) == (1, 1) and f.cache_info()["host_runs"] == runs
-        assert check(5) == (1, 2)
-    assert check(6000) == (1, 2)   # 18,000 elements: beyond the host tier's limit
-    assert check(1) == (2, 2) and check(0) == (3, 2)
-    assert check(7) == (3, 3)
+    reach = f._last.program.single.reusable_hosts[0].reach
+    limit = host_tier.MAX_ELEMENTS // 3   # (its estimates take the host tier up to the limit)
+    assert 0.98 * limit <= reach.ceiling[0] <= limit and reach.ceiling == (reach.ceiling[0],) * 2 + (3,)
+    assert check(8) == (1, 1) and check(reach.ceiling[0]) == (1, 2)
+    assert check(limit) == (1, 3) and reach.ceiling == (limit, limit, 3)   # the full checks
+    runs = f.cache_info()["host_runs"]
+    assert check(limit + 1) == (1, 3) and f.cache_info()["host_runs"] == runs   # beyond the limit
+    assert check(1) == (2, 3) and check(0) == (3, 3)
+    assert check(7) == (3, 4)
+
+
+def test_the_ceiling_stops_where_the_estimates_give_a_size_to_xla():
+    with budget(8e-6):   # (the default XLA run time, where tanh(log1p(|x|)) crosses over)
+        f = dynjax.qjit(lambda x: jnp.tanh(jnp.log1p(jnp.abs(x))), abstracted_axes=({0: "n"},))
+        x = _rng(0).standard_normal((4000, 3))
+        np.testing.assert_allclose(f(x[:6]), np.tanh(np.log1p(np.abs(x[:6]))), rtol=1e-13)
+        reach = f._last.program.single.reusable_hosts[0].reach
+        top = reach.ceiling[0]
+        assert 100 < top < 4000 and reach.chosen(reach.ceiling)
+        assert not reach.chosen((int(top * 1.03),) * 2 + (3,))
+        for n, host in ((top, True), (top // 2, True), (int(top * 1.5), False), (3000, False)):
+            runs = f.cache_info()["host_runs"]
+            np.testing.assert_allclose(f(x[:n]), np.tanh(np.log1p(np.abs(x[:n]))), rtol=1e-13)
+            assert f.cache_info()["host_runs"] == runs + host, n
 
 
 def test_a_length_equal_to_a_static_one_inside_the_program_is_not_reused():
@@ -445,6 +462,16 @@ def _layout_cases():
     ]
 
 
+def _spans(layout):
+    """``host_reach.spans`` of a segment's arguments laid out so: the sizes, then the arrays."""
+    out = [(p, p + 1, False) for p in range(len(layout.sources))]
+    start = len(layout.sources)
+    for r in layout.ranks:
+        out.append((start, start + r, True))
+        start += r
+    return tuple(out)
+
+
 def _expected_admission(reach, layout, args) -> bool:
     """What the full path decides without an estimate: arrays of the layout's dtypes and
     ranks, then ``admits`` where no length passes the reach's ceiling."""
@@ -462,7 +489,7 @@ def _expected_admission(reach, layout, args) -> bool:
 @pytest.mark.parametrize("case", range(len(_layout_cases())))
 def test_the_admission_of_a_new_size_decides_as_the_reach_does(case):
     layout, lengths, static = _layout_cases()[case]
-    reach = host_reach.Reach(lengths, static, 0.0, 0.0, [])
+    reach = host_reach.Reach(lengths, _spans(layout), static, 0.0, 0.0, [])
     reach.ceiling = tuple(12 if d >= 2 and d not in static else d for d in lengths)
     admit = layout.admission(reach)
     rng = np.random.default_rng(case)
@@ -500,7 +527,7 @@ def _build_shapes(layout, lengths):
 
 def test_the_admission_follows_the_ceiling_as_it_rises():
     layout = host_reach.Layout([np.dtype(np.float64)], [1], [(0, 0)])
-    reach = host_reach.Reach((5, 5), set(), 0.0, 0.0, [])
+    reach = host_reach.Reach((5, 5), _spans(layout), set(), 0.0, 0.0, [])
     admit = layout.admission(reach)
     assert admit(np.ones(4)) and admit(np.ones(5)) and not admit(np.ones(6)) and not admit(np.ones(1))
     assert reach.admits([6, np.ones(6)], {1})   # a larger size the estimates choose

@@ -100,6 +100,17 @@ def lengths(args: Sequence[Any], runtime) -> tuple:
     return tuple(out)
 
 
+def spans(args: Sequence[Any], runtime) -> tuple:
+    """Where each of a segment's arguments sits in its ``lengths``: ``(start, stop, array)``,
+    ``array`` False for a size (one length), True for a runtime argument (its shape)."""
+    out, start = [], 0
+    for i, a in enumerate(args):
+        stop = start + (np.ndim(a) if i in runtime else 1)
+        out.append((start, stop, i in runtime))
+        start = stop
+    return tuple(out)
+
+
 def _pattern(lengths: tuple) -> tuple:
     """Which lengths are equal: each one's first position."""
     return tuple([lengths.index(d) for d in lengths])
@@ -163,16 +174,18 @@ class Reach:
     ``host`` and ``xla``: its estimated run times on the host and, beyond a run's fixed
     cost, on XLA, and ``values``: the element count of every value it computes, each a
     ``Polynomial`` of the sizes (``host_tier._estimates`` on the steps' shapes)."""
-    __slots__ = ("lengths", "pattern", "static", "host", "xla", "values", "ceiling", "free")
+    __slots__ = ("lengths", "spans", "pattern", "static", "host", "xla", "values", "ceiling", "free")
 
-    def __init__(self, lengths: tuple, static_dims, host, xla, values):
+    def __init__(self, lengths: tuple, spans: tuple, static_dims, host, xla, values):
         self.lengths = lengths
+        self.spans = spans   # (``spans``: where each argument's lengths are)
         self.pattern = _pattern(lengths)
         self.static = frozenset(static_dims)
         self.host, self.xla = Polynomial.of(host), Polynomial.of(xla)
         self.values = values
-        #: lengths the host tier takes (the build's, or larger ones admitted since): the
-        #: estimates and limits grow with every length, so lengths below them pass too
+        #: lengths the host tier takes (the build's, the furthest the estimates choose
+        #: from there: ``extend_ceiling``, or larger ones admitted since): the estimates and
+        #: limits grow with every length, so lengths below them pass too
         self.ceiling = lengths
         #: whether some length may change (``admits``): else it serves its own sizes alone
         self.free = any(d >= 2 and d not in self.static for d in lengths)
@@ -206,16 +219,50 @@ class Reach:
 
     def chosen_at(self, args, runtime) -> bool:
         """Whether the host tier takes these arguments of a segment (``runtime``: the
-        positions that stay arguments): within its limits, and an estimated run time at most
-        XLA's, as a build at these sizes would decide."""
+        positions that stay arguments), as a build at these sizes would decide (``chosen``)."""
+        return self.chosen(lengths(args, runtime))
+
+    def chosen(self, have: tuple) -> bool:
+        """Whether the host tier takes arguments of these lengths (laid out as the build's):
+        each argument and size within its limits, every value too, and an estimated run
+        time at most XLA's."""
         limit = host_tier.MAX_ELEMENTS
-        if not all(np.size(args[i]) <= limit if i in runtime else int(args[i]) <= limit
-                   for i in range(len(args))):
-            return False
-        sizes = [None if i in runtime else int(a) for i, a in enumerate(args)]
+        sizes = []
+        for start, stop, array in self.spans:
+            if (math.prod(have[start:stop]) if array else have[start]) > limit:
+                return False
+            sizes.append(None if array else have[start])
         if any(count.at(sizes) > host_tier.MAX_VALUE_ELEMENTS for count in self.values):
             return False
         return self.host.at(sizes) <= host_tier.XLA_RUN_SECONDS + self.xla.at(sizes)
+
+    def extend_ceiling(self) -> None:
+        """Raise the ceiling to the furthest lengths the host tier still takes with every
+        length that may change (``admits``) scaled by one factor from the build's (doubled,
+        then bisected to 2%: a dozen ``chosen``, 0.1-0.3 ms at a build of 0.5-3 ms), so that
+        the sizes below are admitted with no estimate to check (``Layout.admission``): only
+        a new largest size beyond them takes the full checks."""
+        free = [p for p, d in enumerate(self.lengths) if d >= 2 and d not in self.static]
+        if not free or not self.chosen(self.lengths):
+            return
+
+        def scaled(factor):
+            have = list(self.lengths)
+            for p in free:
+                have[p] = int(have[p] * factor)
+            return tuple(have)
+        low, high = 1.0, 2.0
+        while self.chosen(scaled(high)):
+            low, high = high, high * 2
+            if high > host_tier.MAX_ELEMENTS:   # (no length passes the limit)
+                break
+        while high > low * 1.02:
+            middle = (low + high) / 2
+            if self.chosen(scaled(middle)):
+                low = middle
+            else:
+                high = middle
+        self.ceiling = tuple(map(max, self.ceiling, scaled(low)))
 
 
 class Layout:

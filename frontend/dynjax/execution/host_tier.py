@@ -367,6 +367,7 @@ def build(jaxpr: Jaxpr, consts: Sequence[Any], args: Sequence[Any], runtime: Seq
     program.estimate = _estimate(rec, args, runtime_set)
     if anywhere and program.estimate is not None and program.estimate.free:
         program.reach = program.estimate   # (every length static or a size argument)
+        program.reach.extend_ceiling()
     return program
 
 
@@ -390,7 +391,8 @@ def _estimate(rec: _Record, args, runtime_set) -> "host_reach.Reach | None":
                     values[k] = max(values.get(k, 0.0), c)
     except KeyError:   # a length in a type it has not seen (a constant's)
         return None
-    return host_reach.Reach(host_reach.lengths(args, runtime_set), rec.static_dims, host, xla,
+    return host_reach.Reach(host_reach.lengths(args, runtime_set), host_reach.spans(args, runtime_set),
+                            rec.static_dims, host, xla,
                             [host_reach.Polynomial({k: c}) for k, c in values.items()])
 
 

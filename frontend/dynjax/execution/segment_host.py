@@ -99,8 +99,9 @@ class HostTier:
         self.host_served = True
         self.last_executable, self.last_specialized = program, None
         self.last_host_shapes = (layout, [a.shape for a in args])
-        explain.maybe(explain.tiers, lambda: f"host tier, a program of other sizes: "
-                      f"{self._describe_key(self._key(self._admitted_args()))}")
+        if explain.on(explain.tiers):   # (no closure made per call: the garbage collector
+            explain.note(explain.tiers, f"host tier, a program of other sizes: "   # counts them)
+                         f"{self._describe_key(self._key(self._admitted_args()))}")
         try:
             return program.fast(*args), program
         except RuntimeError:   # its context is in use (HostProgram)
