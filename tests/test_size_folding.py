@@ -11,6 +11,8 @@ import pytest
 import dynjax
 import dynjax.numpy as jnp
 from dynjax import lax, qjit
+from dynjax.core.primitive import impl_rules
+from dynjax.execution import int_folds
 from dynjax.execution.analysis import _FOLDABLE
 from dynjax.lax import primitives as P
 
@@ -108,3 +110,72 @@ def test_asserted_equal_size_by_reshape():
     np.testing.assert_array_equal(f(np.ones(4), np.arange(3.0)), np.arange(3.0) + 1)
     with pytest.raises(ValueError, match=r"cannot reshape an array of shape \(2,\)"):
         f(np.ones(4), np.arange(2.0))
+
+
+# --- integer folds in Python ints (execution/int_folds.py) -------------------------------
+
+def _edges(dtype):
+    lo, hi = int_folds.dtype_range(dtype)
+    near = [0, 1, 2, 3, 7, 10, 255, 256, 2**31 - 1, 2**31, 2**62, 2**63 - 2]
+    vals = {v for x in near for v in (x, -x, lo + x, hi - x)}
+    return sorted(v for v in vals if lo <= v <= hi)
+
+
+def _impl(prim, vals, dtype, params):
+    with np.errstate(all="ignore"):
+        out = np.asarray(impl_rules[prim](*[np.asarray(x, dtype) for x in vals], **params))
+    return out
+
+
+@pytest.mark.parametrize("name", sorted(int_folds.FOLDS))
+@pytest.mark.parametrize("dtype", [np.int64, np.int32, np.uint8, np.uint64, np.bool_])
+def test_each_python_int_fold_gives_the_impl_rules_value_or_defers_to_it(name, dtype):
+    """On operands of every integer dtype and bool, at the edges of their ranges: the fold's
+    value within the result dtype's range is the impl rule's, or it defers (None)."""
+    prim = next(p for p in P.__dict__.values() if getattr(p, "name", None) == name and hasattr(p, "multiple_results"))
+    values = _edges(dtype)
+    rng = np.random.default_rng(len(name))
+    values += [int(x) for x in rng.choice(values, 30)]
+    if name in ("neg", "abs", "sign"):
+        cases = [([x], {}) for x in values]
+    elif name == "convert_element_type":
+        cases = [([x], {"new_dtype": np.dtype(d), "weak_type": False})
+                 for x in values for d in (np.int64, np.int32, np.uint8, np.uint64, np.bool_)]
+    elif name == "select_n":
+        cases = [([w, x, y], {}) for w in (0, 1, 2, -1) for x, y in zip(values, values[::-1])]
+    elif name == "integer_pow":
+        cases = [([x], {"y": y}) for x in values for y in (0, 1, 2, 3, 5, 64)]
+    else:
+        cases = [([x, y], {}) for x in values for y in values]
+    folded = 0
+    for vals, params in cases:
+        try:
+            if name == "select_n":   # (the case index: an int32)
+                want = np.asarray(impl_rules[prim](np.asarray(vals[0], np.int32),
+                                                   *[np.asarray(x, dtype) for x in vals[1:]]))
+            else:
+                want = _impl(prim, vals, dtype, params)
+        except Exception:
+            want = None
+        bounds = int_folds.dtype_range(want.dtype) if want is not None else None
+        got = int_folds.fold(name, vals, params, bounds) if bounds is not None else None
+        if got is None:
+            continue   # the impl rule decides (beyond the range, x / 0, a shift too far, ...)
+        assert want is not None and want.shape == () and got == int(want) and type(got) is int, \
+            (name, dtype, vals, params, got, want)
+        folded += 1
+    if dtype is np.int64:   # (not all deferred: elsewhere the impl may refuse the dtype, bool - bool)
+        assert folded >= min(50, len(cases) // 3), (name, folded, len(cases))
+
+
+def test_the_folded_sizes_check_as_before_at_many_sizes():
+    """A program whose sizes go through every fold: negative and wrapped sizes still name
+    the size, valid ones run."""
+    f = qjit(lambda x: jnp.zeros(lax.max(lax.rem(lax.div(x.shape[0] * 3 - 7, 2), 50), 0) + 1),
+             abstracted_axes=({0: "n"},))
+    for n in (0, 1, 2, 3, 5, 40, 101, 1000):
+        want = max(int(np.fmod(int((n * 3 - 7) / 2), 50)), 0) + 1
+        assert f(np.ones(n)).shape == (want,), n
+    g = qjit(lambda x: jnp.zeros(x.shape[0] - 5), abstracted_axes=({0: "n"},))
+    with pytest.raises(ValueError, match="negative"):
+        g(np.ones(3))

@@ -11,6 +11,7 @@ caller: only the padded program can run it.
 from __future__ import annotations
 
 import os
+import weakref
 from typing import Dict, List, Optional
 
 import numpy as np
@@ -18,6 +19,7 @@ import numpy as np
 from ..core.jaxpr import Jaxpr, Literal
 from ..core.jaxpr import at_user_line as _at
 from ..core.primitive import impl_rules
+from . import int_folds
 from .analysis import _FOLDABLE, dims_of, fixed_inputs, is_scalar, nested_jaxprs
 from .analysis import is_int_scalar as _is_int_scalar
 from .uneven_blocks import check_stacked_uses, check_uneven
@@ -55,8 +57,8 @@ def check_sizes(jaxpr: Jaxpr, known: Dict[int, int], describe_input, input_pos: 
     """Evaluate the foldable integer scalars on the host and reject negative sizes and zero
     for_loop steps before anything is compiled (XLA would fail obscurely, or hang). Returns
     None, or (a description) when a ``shard_map`` splits a dimension unevenly at these sizes:
-    the program must then run padded."""
-    from ..control_flow.primitives import for_loop_p
+    the program must then run padded. (Every new size of a padded program runs it: what
+    each equation needs is worked out once per jaxpr, ``_plan``.)"""
     uneven_found: List[str] = []
     limit: List[int] = []   # max_array_bytes(), read once (at the first array of known size)
 
@@ -84,35 +86,40 @@ def check_sizes(jaxpr: Jaxpr, known: Dict[int, int], describe_input, input_pos: 
                 return SizeError(f"{where(d, eqn)} is used as a size but is too large "
                                  f"({wrapped[id(d)]}; sizes must be below 2**63)")
             return SizeError(f"{where(d, eqn)} is used as a size but is negative ({val})")
-        for v in jx.invars:
-            for d in dims_of(v.aval):
-                if (env.get(id(d)) or 0) < 0:
-                    raise negative(d, env[id(d)])
-        for eqn in jx.eqns:
-            if eqn.primitive in _FOLDABLE and all(is_scalar(o) for o in eqn.outvars):
+        top = jx is jaxpr
+        plan = _plan(jx)
+        for d in plan.in_dims:
+            if (env.get(id(d)) or 0) < 0:
+                raise negative(d, env[id(d)])
+        for step in plan.steps:
+            eqn = step.eqn
+            if step.fold is not None:
                 vals = [value(a) for a in eqn.invars]
-                if all(x is not None for x in vals):
-                    out = np.asarray(impl_rules[eqn.primitive](*[np.asarray(x) for x in vals], **eqn.params))
-                    if np.issubdtype(out.dtype, np.integer):
-                        env[id(eqn.outvars[0])] = int(out)
+                if None not in vals:
+                    out = step.fold(vals, eqn.params) if step.fold is not _NUMPY else None
+                    if out is None:   # numpy's int64 arithmetic (it wraps), as the impl rules
+                        out = np.asarray(impl_rules[eqn.primitive](*[np.asarray(x) for x in vals], **eqn.params))
+                        out = int(out) if np.issubdtype(out.dtype, np.integer) else None
+                    if out is not None:
+                        env[id(eqn.outvars[0])] = out
                         producer[id(eqn.outvars[0])] = eqn
-                        if eqn.primitive.name == "convert_element_type" and int(out) != vals[0]:   # wrapped
+                        if step.converts and out != vals[0]:   # wrapped
                             wrapped[id(eqn.outvars[0])] = vals[0]
-            for o in eqn.outvars:
-                for d in dims_of(o.aval):
-                    val = env.get(id(d))
-                    if val is not None and val < 0:
-                        raise negative(d, val, producer.get(id(d), eqn))
-            _check_shapes(eqn, size, top=jx is jaxpr)
-            uneven = check_uneven(eqn, size) if eqn.primitive.name == "shard_map" else None
+            for d in step.out_dims:
+                val = env.get(id(d))
+                if val is not None and val < 0:
+                    raise negative(d, val, producer.get(id(d), eqn))
+            if step.shapes:
+                _check_shapes(eqn, size, top)
+            uneven = check_uneven(eqn, size) if step.shard_map else None
             if uneven is not None:
                 uneven_found.append(uneven.what)
                 check_stacked_uses(jx, uneven.stacked, uneven.what, size)
-            if jx is jaxpr:   # code that certainly runs: its arrays must fit in memory
+            if top and step.arrays:   # code that certainly runs: its arrays must fit in memory
                 _check_bytes(eqn, size, limit)
-            if eqn.primitive is for_loop_p and value(eqn.invars[eqn.params["body_nconsts"] + 2]) == 0:
+            if step.for_step is not None and value(eqn.invars[step.for_step]) == 0:
                 raise ValueError(f"for_loop: step must not be zero, the loop would never end{_at(eqn)}")
-            for sub, pairs in zip(nested_jaxprs(eqn), fixed_inputs(eqn)):
+            for sub, pairs in step.nested:
                 inner = {}
                 for k, j in pairs:
                     x = value(eqn.invars[j])
@@ -129,6 +136,76 @@ def check_sizes(jaxpr: Jaxpr, known: Dict[int, int], describe_input, input_pos: 
     finally:
         walk = None   # (a recursive closure is a reference cycle: see core/pytree.py, _no_cycle)
     return uneven_found[0] if uneven_found else None
+
+
+class _Step:
+    """What ``check_sizes`` does at one equation, worked out from the jaxpr alone: ``fold``
+    its integer result (a function of the operands' values and the params giving the int,
+    or None for numpy's arithmetic; ``_NUMPY``: numpy's alone; None: not folded), the
+    dimension variables of its results to check, the shape checks, the arrays of its
+    results, a ``shard_map``, a ``for_loop``'s step operand, its nested jaxprs."""
+    __slots__ = ("eqn", "fold", "converts", "out_dims", "shapes", "shard_map", "arrays", "for_step", "nested")
+
+    def __init__(self, eqn):
+        from ..control_flow.primitives import for_loop_p
+        from ..lax.primitives import dynamic_slice_p, reshape_p
+        self.eqn = eqn
+        prim = eqn.primitive
+        self.fold = None
+        if prim in _FOLDABLE and all(is_scalar(o) for o in eqn.outvars):
+            self.fold = _fold_for(eqn)
+        self.converts = prim.name == "convert_element_type"
+        self.out_dims = [d for o in eqn.outvars for d in dims_of(o.aval)]
+        self.shapes = prim is reshape_p or prim is dynamic_slice_p   # (``_check_shapes``)
+        self.shard_map = prim.name == "shard_map"
+        self.arrays = any(getattr(o.aval, "shape", ()) for o in eqn.outvars)
+        self.for_step = eqn.params["body_nconsts"] + 2 if prim is for_loop_p else None
+        self.nested = list(zip(nested_jaxprs(eqn), fixed_inputs(eqn))) if nested_jaxprs(eqn) else []
+
+
+class _Plan:
+    __slots__ = ("eqns", "count", "in_dims", "steps", "__weakref__")
+
+    def __init__(self, jx: Jaxpr):
+        self.eqns, self.count = jx.eqns, len(jx.eqns)
+        self.in_dims = [d for v in jx.invars for d in dims_of(v.aval)]
+        self.steps = [_Step(eqn) for eqn in jx.eqns]
+
+
+_PLANS: "weakref.WeakKeyDictionary[Jaxpr, _Plan]" = weakref.WeakKeyDictionary()
+
+
+def _plan(jx: Jaxpr) -> _Plan:
+    """``jx``'s plan, made at its first check (kept while the jaxpr lives; made anew if its
+    equations were replaced since)."""
+    plan = _PLANS.get(jx)
+    if plan is None or plan.eqns is not jx.eqns or plan.count != len(jx.eqns):
+        plan = _PLANS[jx] = _Plan(jx)
+    return plan
+
+
+_NUMPY = object()   # ``_Step.fold``: the impl rule on numpy's int64 values
+
+
+def _fold_for(eqn):
+    """``_Step.fold`` of a foldable scalar equation: its ``int_folds`` fold in the range of
+    numpy's int64 arithmetic (the values are Python ints, made int64 arrays for the impl
+    rules; a conversion: its target's range), ``_NUMPY`` where there is none, None where
+    the result is a bool (never a size)."""
+    name = eqn.primitive.name
+    if name in _BOOL_RESULTS:
+        return None
+    bounds = int_folds.INT64
+    if name == "convert_element_type":
+        bounds = int_folds.dtype_range(eqn.params["new_dtype"])
+        if bounds is None or bounds == (0, 1):   # (to a float or a bool: not a size)
+            return _NUMPY if bounds is None else None
+    if name not in int_folds.FOLDS:
+        return _NUMPY
+    return lambda values, params: int_folds.fold(name, values, params, bounds)
+
+
+_BOOL_RESULTS = {"eq", "ne", "lt", "le", "gt", "ge"}
 
 
 def _check_shapes(eqn, size, top: bool) -> None:
