@@ -328,6 +328,28 @@ def test_long_runs_reuse_one_runner_thread():
     assert pool.wait_for_runs(10) and pool.runs_in_flight() == 0
 
 
+def test_long_runs_of_other_threads_run_on_their_own_thread(monkeypatch):
+    """Ctrl-C reaches the main thread alone: another thread's run is not handed to a
+    runner (a hand-over of 35-120 us that would buy nothing), the main thread's is."""
+    import threading
+    from dynjax.runtime import runners as pool
+
+    @qjit
+    def count(k):
+        return lax.while_loop(lambda c: c[0] < k, lambda c: (c[0] + 1, c[1] + 1.0), (0, 0.0))[1]
+
+    assert count(3) == 3.0 and count._entry().program.single.last_executable.wait_interruptibly
+    handed = []
+    real = pool.submit
+    monkeypatch.setattr(pool, "submit", lambda job: handed.append(threading.current_thread().name) or real(job))
+    results = []
+    worker = threading.Thread(target=lambda: results.extend(float(count(k)) for k in range(5)), name="worker")
+    worker.start()
+    worker.join()
+    assert results == [0.0, 1.0, 2.0, 3.0, 4.0] and handed == []
+    assert count(7) == 7.0 and handed == ["MainThread"]
+
+
 DATA_SIZED = [
     # (a selection that only feeds a reduction has no size from data once rewritten as a masked
     # reduction, execution/masked_reductions.py: a cumsum keeps this one's)

@@ -382,6 +382,8 @@ class Executable:
     def _call_exact(self, args: Sequence, interruptible) -> list:
         if interruptible is None:
             interruptible = self.wait_interruptibly
+        if interruptible and threading.current_thread() is not threading.main_thread():
+            interruptible = False   # Ctrl-C reaches the main thread alone: nothing to wait for
         stages = self._stages
         if stages is None:
             if interruptible:
