@@ -143,3 +143,56 @@ def test_background_compiles_still_finish_while_runs_go_on(compile_ahead):
     assert f.cache_info()["background_compilations"] >= 1
     x = np.linspace(0, 1, 300)
     np.testing.assert_allclose(f(x), np.sum(np.sin(x) * 2.0), rtol=1e-12)
+
+
+# --- matrix products beside background work (cooperative.matmul, row_blocks) ----------------
+
+def test_matmul_in_row_blocks_is_numpys_product_of_each_block():
+    """With ``row_blocks`` on, a floating-point product of at least ``ONE_THREAD_WORK``
+    multiply-adds is computed block of rows by block of rows, each block below it: exactly
+    np.matmul of each block, close to the whole product. Smaller products, other dtypes,
+    batched operands and rows wider than a block are np.matmul's as they are; off, all are."""
+    rng = np.random.default_rng(0)
+    limit = cooperative.ONE_THREAD_WORK
+    cases = [((178, 64), (64, 178)), ((999, 32), (32, 41)), ((33, 64), (64, 64)), ((2, 300), (300, 600)),
+             ((5, 600), (600, 600)), ((1000, 1), (1, 1))]
+    for dtype in (np.float64, np.float32, np.complex128, np.int64):
+        for xs, ys in cases:
+            x = (rng.standard_normal(xs) * 4).astype(dtype)
+            y = (rng.standard_normal(ys) * 4).astype(dtype)
+            whole = np.matmul(x, y)
+            before = cooperative.row_blocks(True)
+            try:
+                got = cooperative.matmul(x, y)
+            finally:
+                cooperative.row_blocks(before)
+            (m, k), n = xs, ys[1]
+            blocked = np.dtype(dtype).kind in "fc" and m * n * k >= limit and n * k < limit
+            assert got.shape == whole.shape and got.dtype == whole.dtype
+            if not blocked:
+                np.testing.assert_array_equal(got, whole)
+                continue
+            rows = (limit - 1) // (n * k)
+            for start in range(0, m, rows):
+                assert (min(start + rows, m) - start) * n * k < limit
+                np.testing.assert_array_equal(got[start:start + rows], np.matmul(x[start:start + rows], y))
+            np.testing.assert_allclose(got, whole, rtol=1e-5 if dtype == np.float32 else 1e-12,
+                                       atol=1e-3 if dtype == np.float32 else 1e-10)
+    assert cooperative.row_blocks(False) is False   # (off by default, and left off)
+
+
+def test_the_matrix_product_rule_goes_through_cooperative_matmul(monkeypatch):
+    """``dot_general``'s impl rule (the eager tier's) computes its matrix products with
+    ``cooperative.matmul``: the plain product and the transposed or batched general forms."""
+    from dynjax.lax.primitives.contractions import _dot_general_impl
+    calls = []
+    real = cooperative.matmul
+    monkeypatch.setattr(cooperative, "matmul", lambda x, y: calls.append((x.shape, y.shape)) or real(x, y))
+    rng = np.random.default_rng(2)
+    x, y = rng.standard_normal((7, 5)), rng.standard_normal((5, 3))
+    np.testing.assert_allclose(_dot_general_impl(x, y, dimension_numbers=(((1,), (0,)), ((), ()))), x @ y, rtol=1e-14)
+    np.testing.assert_allclose(_dot_general_impl(x, x, dimension_numbers=(((0,), (0,)), ((), ()))), x.T @ x, rtol=1e-14)
+    b = rng.standard_normal((2, 7, 5))
+    np.testing.assert_allclose(_dot_general_impl(b, b, dimension_numbers=(((2,), (2,)), ((0,), (0,)))),
+                               np.einsum("bik,bjk->bij", b, b), rtol=1e-13)
+    assert calls == [((7, 5), (5, 3)), ((5, 7), (7, 5)), ((2, 7, 5), (2, 5, 7))]

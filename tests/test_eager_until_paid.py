@@ -11,6 +11,7 @@ import threading
 import numpy as np
 import pytest
 
+import dynjax.numpy as jnp
 from dynjax import for_loop, qjit, runtime
 from dynjax.execution import tiers
 from dynjax.execution.padding import bucket
@@ -252,3 +253,32 @@ def test_a_program_the_host_tier_declines_still_compiles_at_its_first_size(auto,
         want = want * 0.5 + want.sum() * 1e-3
     for got in outs:
         np.testing.assert_allclose(got, want, rtol=1e-13)
+
+
+def test_an_eager_run_beside_a_background_job_computes_products_in_row_blocks(auto, eager_until_paid, monkeypatch):
+    """The eager tier turns ``core.cooperative.row_blocks`` on for its evaluation exactly when
+    a background job (a compile) is running, and restores it after (``cooperative.matmul``:
+    numpy's products then keep to one BLAS thread each)."""
+    from dynjax.core import cooperative, interpret
+    seen = []
+    evaluate = interpret.eval_jaxpr
+
+    def eval_spy(*a):
+        now = cooperative.row_blocks(False)   # (read, then restore)
+        cooperative.row_blocks(now)
+        seen.append(now)
+        return evaluate(*a)
+    monkeypatch.setattr(interpret, "eval_jaxpr", eval_spy)
+    busy = [False]
+    monkeypatch.setattr(tiers, "background_busy", lambda: busy[0])
+    monkeypatch.setenv("DYNJAX_HOST_TIER", "off")   # (these sizes would run on the host tier)
+    eager_until_paid(1e9)
+    w = np.random.default_rng(1).standard_normal((8, 8))
+    f = qjit(lambda x: jnp.tanh(x @ w), abstracted_axes=({0: "n"},))
+    f(np.ones((3, 8)))
+    for n, now in ((50, True), (60, False), (70, True)):
+        busy[0] = now
+        x = np.random.default_rng(n).standard_normal((n, 8))
+        np.testing.assert_allclose(f(x), np.tanh(x @ w), rtol=1e-13)
+        assert seen[-1] is now, (n, seen)
+    assert f.cache_info()["eager_runs"] == 3 and cooperative.row_blocks(False) is False

@@ -18,6 +18,7 @@ from typing import Any, Dict, List, Optional, Sequence
 
 import numpy as np
 
+from ..core import cooperative
 from ..core.jaxpr import ClosedJaxpr, Jaxpr, Literal, Var
 from ..core.primitive import impl_rules
 from ..runtime import served_on_host
@@ -365,6 +366,10 @@ class Segment(HostTier):
         from ..core.interpret import Interrupted, eval_jaxpr, interruptible
         start = time.perf_counter()
         stop = _EagerStop(self, bucket, start)
+        # beside a compile in the background, numpy's matrix products keep to one BLAS thread
+        # each (core.cooperative.matmul: several waiting for each other on two cores, one of
+        # them compiling, took 5-25x their time)
+        blocks = cooperative.row_blocks(tiers.background_busy())
         try:
             # an active run for the background thread, whose Python work (padding, lowering)
             # would otherwise keep the GIL for its switch interval (5 ms) at each numpy call
@@ -375,6 +380,8 @@ class Segment(HostTier):
             return None
         except Exception:
             return None
+        finally:
+            cooperative.row_blocks(blocks)
         if not bucket.queued:   # not yet worth a compile: this run adds to the rental
             self.eager_seconds += time.perf_counter() - start
         self.stats.eager_runs += 1

@@ -338,6 +338,11 @@ def background(fn: Callable[[], None]) -> None:
     submit(("job", id(fn), object()), fn)
 
 
+def background_busy() -> bool:
+    """Whether a background job (a compile) is running now."""
+    return _queue.running is not None
+
+
 def queued(owner=None) -> int:
     """How many background jobs are waiting (of ``owner``, when given)."""
     return _queue.queued(owner)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...core import cooperative
 from ...core.avals import canonical_dtype
 from ..base import aval, check_dtypes_equal, define, describe_shapes, result_aval, same_dim
 from .elementwise import _arr
@@ -24,7 +25,7 @@ def _dot_general_impl(x, y, *, dimension_numbers, preferred_element_type=None):
     if x.ndim == 2 and y.ndim == 2 and tuple(lc) == (1,) and tuple(rc) == (0,) and not lb:
         # a matrix product (the general path below computes this same np.matmul after
         # transposes and reshapes that are no-ops here: ~12 us of an eager call)
-        return _arr(np.matmul(x, y), preferred_element_type or x.dtype)
+        return _arr(cooperative.matmul(x, y), preferred_element_type or x.dtype)
     lfree = [i for i in range(x.ndim) if i not in lc and i not in lb]
     rfree = [i for i in range(y.ndim) if i not in rc and i not in rb]
     xt = np.transpose(x, list(lb) + lfree + list(lc))
@@ -36,7 +37,7 @@ def _dot_general_impl(x, y, *, dimension_numbers, preferred_element_type=None):
     k = int(np.prod(xt.shape[nb + len(lfree):], dtype=np.int64))
     xm = xt.reshape(bshape + (int(np.prod(lf, dtype=np.int64)), k))
     ym = yt.reshape(bshape + (k, int(np.prod(rf, dtype=np.int64))))
-    out = np.matmul(xm, ym)
+    out = cooperative.matmul(xm, ym)   # (np.matmul, except beside a compile: row blocks)
     if out.shape != bshape + lf + rf:   # (not a view when nothing changes: a fresh array
         out = out.reshape(bshape + lf + rf)   # can take the next elementwise result in place)
     dtype = preferred_element_type or x.dtype
