@@ -239,7 +239,7 @@ class Reach:
     def extend_ceiling(self) -> None:
         """Raise the ceiling to the furthest lengths the host tier still takes with every
         length that may change (``admits``) scaled by one factor from the build's (doubled,
-        then bisected to 2%: a dozen ``chosen``, 0.1-0.3 ms at a build of 0.5-3 ms), so that
+        then bisected to 2%: a dozen ``chosen``, 30-50 us at a build of 0.5-3 ms), so that
         the sizes below are admitted with no estimate to check (``Layout.admission``): only
         a new largest size beyond them takes the full checks."""
         free = [p for p, d in enumerate(self.lengths) if d >= 2 and d not in self.static]
@@ -346,6 +346,5 @@ def reuse(programs: Sequence["host_tier.HostProgram"], args: Sequence[Any], runt
     runtime_set = set(runtime)
     for program in programs:
         if program.reach.admits(args, runtime_set):
-            return program.at(tuple(host_tier._Aval(np.shape(args[i]), v.dtype) for i, v in zip(runtime, program.in_avals)),
-                              sizes)
+            return program.at_arguments(args, runtime, sizes)
     return None

@@ -236,6 +236,11 @@ class HostProgram:
         program.reach, program.estimate = self.reach, self.estimate
         return program
 
+    def at_arguments(self, args: Sequence[Any], runtime: Sequence[int], sizes) -> "HostProgram":
+        """``at`` the shapes of a segment's arguments (``runtime``: the positions that stay
+        arguments; ``sizes``: as ``Segment._sizes`` gives them)."""
+        return self.at(tuple(_Aval(np.shape(args[i]), v.dtype) for i, v in zip(runtime, self.in_avals)), sizes)
+
     def __call__(self, *args):
         return self.call(args)
 

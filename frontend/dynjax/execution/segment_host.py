@@ -99,9 +99,9 @@ class HostTier:
         self.host_served = True
         self.last_executable, self.last_specialized = program, None
         self.last_host_shapes = (layout, [a.shape for a in args])
-        if explain.on(explain.tiers):   # (no closure made per call: the garbage collector
-            explain.note(explain.tiers, f"host tier, a program of other sizes: "   # counts them)
-                         f"{self._describe_key(self._key(self._admitted_args()))}")
+        if explain.on(explain.tiers):   # (a closure per call would be garbage to collect)
+            explain.note(explain.tiers, "host tier, a program of other sizes: "
+                         + self._describe_key(self._key(self._admitted_args())))
         try:
             return program.fast(*args), program
         except RuntimeError:   # its context is in use (HostProgram)
@@ -184,8 +184,7 @@ class HostTier:
         if host.__class__ is host_tier.HostProgram:
             if self.last_host_shapes is not None:   # served at other sizes (call_admitted)
                 args = self._admitted_args()
-                host = host.at(tuple(host_tier._Aval(np.shape(args[i]), v.dtype)
-                                     for i, v in zip(self.runtime, host.in_avals)), self._sizes(args))
+                host = host.at_arguments(args, self.runtime, self._sizes(args))
             if host.compiled is None:
                 exe = self._compile(host.sizes)
                 host.compiled = (exe, self.last_specialized)
