@@ -139,11 +139,12 @@ def check_sizes(jaxpr: Jaxpr, known: Dict[int, int], describe_input, input_pos: 
 
 
 class _Step:
-    """What ``check_sizes`` does at one equation, worked out from the jaxpr alone: ``fold``
-    its integer result (a function of the operands' values and the params giving the int,
-    or None for numpy's arithmetic; ``_NUMPY``: numpy's alone; None: not folded), the
-    dimension variables of its results to check, the shape checks, the arrays of its
-    results, a ``shard_map``, a ``for_loop``'s step operand, its nested jaxprs."""
+    """What ``check_sizes`` does at one equation, worked out from the jaxpr alone: how its
+    integer result is folded (``fold``: a function of the operands' values and the params
+    that gives it, or None where numpy's arithmetic must; ``_NUMPY``: numpy's arithmetic
+    alone; None: not folded), the dimension variables of its results to check, the shape
+    checks, the arrays of its results, a ``shard_map``, a ``for_loop``'s step operand, its
+    nested jaxprs."""
     __slots__ = ("eqn", "fold", "converts", "out_dims", "shapes", "shard_map", "arrays", "for_step", "nested")
 
     def __init__(self, eqn):
