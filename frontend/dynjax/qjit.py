@@ -183,8 +183,9 @@ class QJIT(Introspection):
         self._erased_axes = BoundedCache(self.cache_size)
         self._bound_arities = set()   # numbers of positional arguments the signature takes
         self._fast_hit = self._fast.peek               # its lookup without the recency update
-        #: (trace entry, argument ranks, its plan after the program) of the latest direct call
-        #: served by a host program that serves other sizes as it is (``_at_other_sizes``)
+        #: (trace entry, its arguments' ``host_reach.Layout``, its plan after the program) of
+        #: the latest direct call served by a host program that serves other sizes as it is
+        #: (``_at_other_sizes``)
         self._reusing = None
         self._last: Optional[_Entry] = None   # introspection only (f.jaxpr): the latest call's trace
         self._aot_leaves = None
@@ -397,7 +398,7 @@ class QJIT(Introspection):
         What the call's own path would check, the admission checks (arrays of the trace's
         dtypes and ranks; a length that changes is dynamic in the trace), and nothing is
         being traced."""
-        entry, layout, single = self._reusing
+        entry, layout, tail = self._reusing
         if STAGING[0] != 0 or len(args) != len(layout.ranks):
             return _MISS
         segment = entry.program.single
@@ -418,10 +419,9 @@ class QJIT(Introspection):
         self.calls += 1
         self._last = entry
         # the plan ``_register_fast`` makes of it (what it checks, checked above)
-        self._fast.put(tuple([(a.shape, a.dtype) for a in args]),
-                       (entry, host, None, entry.explicit, single, 3))
-        if single is not None:
-            return outs[single]
+        self._fast.put(tuple([(a.shape, a.dtype) for a in args]), (entry, host) + tail)
+        if tail[2] is not None:   # (one result)
+            return outs[tail[2]]
         return pytree.tree_unflatten(entry.traced.out_tree, [outs[i] for i in entry.explicit])
 
     def _one_array_plan(self, a):
@@ -611,7 +611,7 @@ class QJIT(Introspection):
                     self.in_shardings is None and self.out_shardings is None and all(sig.dim_sources):
                 layout = host_reach.Layout(entry.dtypes, [np.ndim(a) for a in args],
                                            [occurrences[0] for occurrences in sig.dim_sources])
-                self._reusing = (entry, layout, single)
+                self._reusing = (entry, layout, plan[2:])
             return
         node = self._fast.get(keys)
         if node.__class__ is not _ByValue or node.positions != by_value:

@@ -118,9 +118,9 @@ class ScalarProgram:
         self.steps = []
         for eqn in jaxpr.eqns:
             bounds = dtype_range(eqn.outvars[0].aval.dtype) if len(eqn.outvars) == 1 else None
-            rule = FOLDS.get(eqn.primitive.name) if bounds is not None else None
+            name = eqn.primitive.name if bounds is not None and eqn.primitive.name in FOLDS else None
             operands = [(True, _literal(a)) if isinstance(a, Literal) else (False, id(a)) for a in eqn.invars]
-            self.steps.append((eqn, rule, bounds, operands))
+            self.steps.append((eqn, name, bounds, operands))
 
     def __call__(self, consts: Sequence[Any], inputs: Sequence[Any]) -> List[int]:
         jaxpr = self.jaxpr
@@ -129,13 +129,11 @@ class ScalarProgram:
             env[id(v)] = c
         for v, x in zip(jaxpr.invars, inputs):
             env[id(v)] = int(x)
-        for eqn, rule, bounds, operands in self.steps:
+        for eqn, name, bounds, operands in self.steps:
             values = [x if literal else env[x] for literal, x in operands]
             out = None
-            if rule is not None and all(type(x) is int for x in values):
-                out = rule(values, eqn.params)
-                if out is not None and not bounds[0] <= out <= bounds[1]:
-                    out = None
+            if name is not None and all(type(x) is int for x in values):
+                out = fold(name, values, eqn.params, bounds)
             if out is None:   # the impl rule, on numpy scalars of the operands' dtypes
                 args = [np.asarray(x, a.aval.dtype) if type(x) is int else x
                         for x, a in zip(values, eqn.invars)]

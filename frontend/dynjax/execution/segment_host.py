@@ -19,8 +19,8 @@ from .padding import bucket
 
 class HostTier:
     """``Segment``'s host-tier methods (its attributes: ``hosted``, ``reusable_hosts``,
-    ``host_reusable``, ``_hostable``, ``_host_limit``, ``_host_estimate``, ``host_served``; see
-    ``Segment.__init__``)."""
+    ``host_reusable``, ``_hostable``, ``_host_limit``, ``_host_estimate``, ``host_served``,
+    ``last_host_shapes``; see ``Segment.__init__``)."""
 
     def _host_program(self, key, args) -> Optional["host_tier.HostProgram"]:
         """The host program of these sizes (``host_tier``), built at the first call at them,
@@ -64,11 +64,15 @@ class HostTier:
         """Whether every argument and size holds at most ``limit`` elements."""
         return host_tier.small(args, limit) and all(int(args[i]) <= limit for i in self.baked)
 
-    def _run_host(self, host, args) -> list:
+    def _served_by(self, host, shapes=None) -> None:
+        """Note a call the host program ``host`` serves (``shapes``: see ``last_host_shapes``)."""
         self.host_served = True
-        self.last_host_shapes = None
         self.stats.host_runs += 1
         self.last_executable, self.last_specialized = host, None
+        self.last_host_shapes = shapes
+
+    def _run_host(self, host, args) -> list:
+        self._served_by(host)
         explain.maybe(explain.tiers, lambda: f"host tier: {self._describe_key(self._key(args))}")
         return host.call([args[i] for i in self.runtime])
 
@@ -93,12 +97,8 @@ class HostTier:
                 break
         else:
             return None
-        stats = self.stats
-        stats.host_reuses += 1
-        stats.host_runs += 1
-        self.host_served = True
-        self.last_executable, self.last_specialized = program, None
-        self.last_host_shapes = (layout, [a.shape for a in args])
+        self.stats.host_reuses += 1
+        self._served_by(program, (layout, [a.shape for a in args]))
         if explain.on(explain.tiers):   # (a closure per call would be garbage to collect)
             explain.note(explain.tiers, "host tier, a program of other sizes: "
                          + self._describe_key(self._key(self._admitted_args())))
