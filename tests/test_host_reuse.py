@@ -14,6 +14,8 @@ estimate is XLA's, or beyond the tier's limits).
 """
 from __future__ import annotations
 
+import logging
+
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
@@ -82,7 +84,7 @@ def test_one_build_serves_the_smaller_sizes_as_the_impls_compute_them(name, fn, 
     sizes = (12, 11, 9, 8, 7, 2)   # (none a static length of these programs)
     for k, n in enumerate(sizes):
         args = make(n)
-        for _ in range(2):   # the call at a new size, then the dispatch table's
+        for _ in range(2):   # the call at a new size, then again
             got = _outputs(f(*args))
             eager = _outputs(fn(*args))   # the impl rules: what a build at n is checked against
             want = _outputs(oracle(*args))
@@ -90,8 +92,8 @@ def test_one_build_serves_the_smaller_sizes_as_the_impls_compute_them(name, fn, 
                 assert g.dtype == e.dtype and g.shape == e.shape == w.shape, (name, n)
                 np.testing.assert_array_equal(g, e, err_msg=f"{name} at n = {n}")
                 np.testing.assert_allclose(g, w, rtol=1e-12, atol=1e-12, err_msg=f"{name} at n = {n}")
-        info = f.cache_info()
-        assert (info["host_programs"], info["host_reuses"]) == (1, k), (name, n, info)
+        info = f.cache_info()   # each call at a size other than the build's is a reuse
+        assert (info["host_programs"], info["host_reuses"]) == (1, 2 * k), (name, n, info)
     assert f.cache_info()["compilations"] == f.cache_info()["padded_compilations"] == 0
     assert f.cache_info()["host_runs"] == 2 * len(sizes)
 
@@ -254,9 +256,9 @@ def test_introspection_of_a_reused_size_shows_its_own_sizes():
 
 
 def test_a_new_size_of_a_reusable_program_skips_the_call_path():
-    """``qjit`` serves a new size of the trace whose host program serves other sizes straight
-    from that program (``QJIT._at_other_sizes``), then from the dispatch table; arrays of
-    another dtype or rank, or sizes the program does not admit, take the call's own path."""
+    """``qjit`` serves a size of the trace whose host program serves other sizes straight
+    from that program (``Segment.serve_admitted``, every call); arrays of another dtype or
+    rank, or sizes the program does not admit, take the call's own path."""
     f = dynjax.qjit(lambda x, y: jnp.tanh(x) * y, abstracted_axes=({0: "n"}, {0: "n"}))
     f(np.ones(9), np.ones(9))
     own_path = f._call
@@ -269,9 +271,9 @@ def test_a_new_size_of_a_reusable_program_skips_the_call_path():
     for n in (7, 5, 7, 3):
         x, y = _rng(n).standard_normal(n), _rng(n + 1).standard_normal(n)
         np.testing.assert_array_equal(f(x, y), np.tanh(x) * y)
-    assert taken == [] and f.cache_info()["host_reuses"] == 3 and f.cache_info()["calls"] == 5
+    assert taken == [] and f.cache_info()["host_reuses"] == 4 and f.cache_info()["calls"] == 5
     np.testing.assert_array_equal(f(np.ones(12), np.ones(12)), np.tanh(np.ones(12)))   # larger
-    assert taken == [] and f.cache_info()["host_reuses"] == 4
+    assert taken == [] and f.cache_info()["host_reuses"] == 5
     x32 = np.ones(4, np.float32)
     assert f(x32, x32).dtype == np.float32                    # another dtype: its own trace
     np.testing.assert_array_equal(f(np.ones((2, 2)), np.ones((2, 2))), np.tanh(np.ones((2, 2))))   # rank
@@ -534,24 +536,28 @@ def test_the_admission_follows_the_ceiling_as_it_rises():
     assert admit(np.ones(6)) and not admit(np.ones(7))
 
 
-def test_a_stream_of_new_sizes_is_served_by_the_admission_and_kept_in_the_dispatch_table():
+def test_a_stream_of_sizes_is_served_by_the_admission_without_the_dispatch_table():
+    """Every call at a size the program admits, a repeated one too, is served by the segment's
+    generated server before the dispatch table is asked, and none takes a place in the
+    table (where it would evict the plans of sizes that need it)."""
     f = dynjax.qjit(lambda x, y: jnp.sum(jnp.tanh(x) * y, axis=0) + 1.0,
                     abstracted_axes=({0: "n"}, {0: "n"}))
     f(np.ones((40, 3)), np.ones((40, 3)))
-    built = f.cache_info()["host_programs"]
+    built, table = f.cache_info()["host_programs"], len(f._fast)
     admitted = []
     segment = f._last.program.single
-    real = segment.call_admitted
-    segment.call_admitted = lambda args, layout: admitted.append(len(args[0])) or real(args, layout)
+    real = segment.serve_admitted
+    segment.serve_admitted = lambda *args: admitted.append(len(args[0])) or real(*args)
     sizes = [17, 4, 29, 2, 38, 17, 4]
     for k, n in enumerate(sizes):
         x, y = _rng(n).standard_normal((n, 3)), _rng(n + 1).standard_normal((n, 3))
         np.testing.assert_allclose(f(x, y), np.sum(np.tanh(x) * y, axis=0) + 1.0, rtol=1e-13)
-        if k < 5:   # a new size: introspection shows its own sizes
-            assert "tensor<%dx3xf64>" % n in f.mlir_specialized
-    assert admitted == sizes[:5]   # the repeated sizes: from the dispatch table
+        assert "tensor<%dx3xf64>" % n in f.mlir_specialized   # introspection: its own sizes
+    assert admitted == sizes
     info = f.cache_info()
-    assert info["host_programs"] == built and info["host_reuses"] == 5
+    assert info["host_programs"] == built and info["host_reuses"] == 7 and len(f._fast) == table
+    np.testing.assert_allclose(f(np.ones((40, 3)), np.ones((40, 3))), np.full(3, 40 * np.tanh(1.0) + 1.0))
+    assert admitted == sizes + [40] and f.cache_info()["host_reuses"] == 7   # the build's own: the table's
 
 
 def test_a_program_that_serves_only_its_own_sizes_is_not_kept_to_serve_others():
@@ -569,3 +575,15 @@ def test_a_program_that_serves_only_its_own_sizes_is_not_kept_to_serve_others():
     for n in (9, 8, 5):
         np.testing.assert_allclose(f(np.arange(n, dtype=float), *extra), np.arange(n) * 20.0)
     assert f.cache_info()["host_programs"] == builds + 4 and f.cache_info()["host_reuses"] == reuses + 3
+
+
+def test_a_call_the_admission_serves_is_logged_with_its_sizes(caplog):
+    f = dynjax.qjit(lambda x: x * 2.0, abstracted_axes=({0: "n"},))
+    f(np.ones(9))
+    with caplog.at_level(logging.INFO, logger="dynjax.tiers"):
+        np.testing.assert_array_equal(f(np.arange(5.0)), np.arange(5.0) * 2.0)
+    assert [r.getMessage() for r in caplog.records] == [
+        "host tier, a program of other sizes: the size of n (axis 0 of argument 0) = 5"]
+    caplog.clear()
+    np.testing.assert_array_equal(f(np.arange(6.0)), np.arange(6.0) * 2.0)   # logging off
+    assert caplog.records == [] and f.cache_info()["host_reuses"] == 2

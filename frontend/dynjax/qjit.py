@@ -183,9 +183,11 @@ class QJIT(Introspection):
         self._erased_axes = BoundedCache(self.cache_size)
         self._bound_arities = set()   # numbers of positional arguments the signature takes
         self._fast_hit = self._fast.peek               # its lookup without the recency update
-        #: (trace entry, its arguments' ``host_reach.Layout``, its plan after the program) of
-        #: the latest direct call served by a host program that serves other sizes as it is
-        #: (``_at_other_sizes``)
+        #: (trace entry, its arguments' ``host_reach.Layout``, the index of its one result or
+        #: None, its number of arguments, its segment, its plan after the program) of the
+        #: latest direct call served by a host program that serves other sizes as it is: a
+        #: call laid out so is offered to the segment's ``serve_admitted`` first, and after a
+        #: miss of the dispatch table to ``_at_other_sizes``
         self._reusing = None
         self._last: Optional[_Entry] = None   # introspection only (f.jaxpr): the latest call's trace
         self._aot_leaves = None
@@ -347,6 +349,15 @@ class QJIT(Introspection):
         # hashing a key.)
         try:
             if not kwargs:
+                reusing = self._reusing
+                if reusing is not None and STAGING[0] == 0 and len(args) == reusing[3]:
+                    outs = reusing[4].serve_admitted(*args)   # a small size a host program admits
+                    if outs is not None:
+                        self.calls += 1
+                        self._last = entry = reusing[0]
+                        if reusing[2] is not None:   # (one result)
+                            return outs[reusing[2]]
+                        return pytree.tree_unflatten(entry.traced.out_tree, [outs[i] for i in entry.explicit])
                 if len(args) == 1 and args[0].__class__ is np.ndarray:
                     a = args[0]
                     memo = self._fast.memo
@@ -391,37 +402,33 @@ class QJIT(Introspection):
 
     def _at_other_sizes(self, args):
         """A call at new sizes of the trace whose host program serves other sizes as it is
-        (``_reusing``): its result where one of the segment's programs built at other sizes
-        admits them (``Segment.call_admitted``, else the reach's full checks, which admit
-        larger lengths where the estimates still choose the host:
-        ``Segment.call_at_other_sizes``), registered in the dispatch table; else ``_MISS``.
-        What the call's own path would check, the admission checks (arrays of the trace's
-        dtypes and ranks; a length that changes is dynamic in the trace), and nothing is
-        being traced."""
-        entry, layout, tail = self._reusing
-        if STAGING[0] != 0 or len(args) != len(layout.ranks):
+        (``_reusing``), beyond the lengths its programs admit at once (``__call__`` asked
+        ``Segment.serve_admitted``): its result where the reach's full checks admit these
+        larger lengths, the estimates still choosing the host
+        (``Segment.call_at_other_sizes``), registered in the dispatch table; else ``_MISS``.
+        What the call's own path would check, these check (arrays of the trace's dtypes and
+        ranks; a length that changes is dynamic in the trace), and nothing is being traced."""
+        entry, layout, single, nargs, _, tail = self._reusing
+        if STAGING[0] != 0 or len(args) != nargs:
             return _MISS
-        segment = entry.program.single
-        served = segment.call_admitted(args, layout)
-        if served is None:   # a length beyond those admitted so far
-            for a, dtype, rank in zip(args, layout.dtypes, layout.ranks):
-                if a.__class__ is not np.ndarray or a.dtype != dtype or a.ndim != rank:
-                    return _MISS
-            sig = entry.traced.signature
-            try:
-                dims = implicit_values(sig, args) if sig.dim_names else []
-            except ValueError:   # (the call's own path reports it)
+        for a, dtype, rank in zip(args, layout.dtypes, layout.ranks):
+            if a.__class__ is not np.ndarray or a.dtype != dtype or a.ndim != rank:
                 return _MISS
-            served = segment.call_at_other_sizes(dims + list(args))
-            if served is None:
-                return _MISS
+        sig = entry.traced.signature
+        try:
+            dims = implicit_values(sig, args) if sig.dim_names else []
+        except ValueError:   # (the call's own path reports it)
+            return _MISS
+        served = entry.program.single.call_at_other_sizes(dims + list(args))
+        if served is None:
+            return _MISS
         outs, host = served
         self.calls += 1
         self._last = entry
         # the plan ``_register_fast`` makes of it (what it checks, checked above)
         self._fast.put(tuple([(a.shape, a.dtype) for a in args]), (entry, host) + tail)
-        if tail[2] is not None:   # (one result)
-            return outs[tail[2]]
+        if single is not None:
+            return outs[single]
         return pytree.tree_unflatten(entry.traced.out_tree, [outs[i] for i in entry.explicit])
 
     def _one_array_plan(self, a):
@@ -608,10 +615,12 @@ class QJIT(Introspection):
             self._fast.put(keys, plan)
             sig = entry.traced.signature
             if plan[5] == 3 and runtime is None and exe.reach is not None and self._aot_leaves is None and \
-                    self.in_shardings is None and self.out_shardings is None and all(sig.dim_sources):
+                    self.in_shardings is None and self.out_shardings is None and all(sig.dim_sources) and \
+                    (self._reusing is None or self._reusing[0] is not entry):   # (a trace's layout is one)
                 layout = host_reach.Layout(entry.dtypes, [np.ndim(a) for a in args],
                                            [occurrences[0] for occurrences in sig.dim_sources])
-                self._reusing = (entry, layout, plan[2:])
+                seg.admit_layout(layout)
+                self._reusing = (entry, layout, single, len(args), seg, plan[2:])
             return
         node = self._fast.get(keys)
         if node.__class__ is not _ByValue or node.positions != by_value:

@@ -270,73 +270,80 @@ class Layout:
     arrays' ``dtypes`` and ``ranks``, and for each size argument (the segment's first ones)
     the ``(array, axis)`` whose length it is; the segment's other arguments are the arrays,
     each one a runtime argument."""
-    __slots__ = ("dtypes", "ranks", "sources", "_admissions")
+    __slots__ = ("dtypes", "ranks", "sources")
 
     def __init__(self, dtypes, ranks, sources):
         self.dtypes = tuple(np.dtype(d) for d in dtypes)
         self.ranks = tuple(int(r) for r in ranks)
         self.sources = tuple((int(i), int(k)) for i, k in sources)
-        self._admissions: Dict[Reach, Any] = {}
+
+    @property
+    def params(self) -> str:
+        """The generated functions' parameters: ``a0, a1, ...``, one per array."""
+        return ", ".join(f"a{i}" for i in range(len(self.ranks)))
+
+    def checks(self, no: str) -> List[str]:
+        """Lines of a generated function of ``params`` that return ``no`` unless each
+        argument is a numpy array of its dtype (``t0, t1, ...`` in the function's scope) and
+        rank, and name each one's shape ``s0, s1, ...``."""
+        n = len(self.ranks)
+        if not n:
+            return []
+        return ["if " + " or ".join(f"a{i}.__class__ is not ndarray or a{i}.dtype != t{i}" for i in range(n)) + ":",
+                f"    return {no}"] + [f"s{i} = a{i}.shape" for i in range(n)] + [
+                "if " + " or ".join(f"len(s{i}) != {r}" for i, r in enumerate(self.ranks)) + ":",
+                f"    return {no}"]
+
+    def scope(self) -> Dict[str, Any]:
+        """The names ``checks`` reads."""
+        scope = {"ndarray": np.ndarray}
+        scope.update({f"t{i}": d for i, d in enumerate(self.dtypes)})
+        return scope
+
+    def condition(self, reach: Reach, name: str):
+        """``(admits, elsewhere)``: expressions over the shapes ``checks`` names, with the
+        reach named ``name`` in the function's scope. ``admits`` is ``reach.admits`` on the
+        segment's arguments these arrays make, wherever no length grows beyond the reach's
+        ceiling (no estimate to check); ``elsewhere`` says that some length differs from the
+        build's own. A few comparisons where ``admits`` works out every length and their
+        pattern (0.2 us against 3-5 us)."""
+        where = [f"s{i}[{k}]" for i, k in self.sources]
+        where += [f"s{i}[{k}]" for i, r in enumerate(self.ranks) for k in range(r)]
+        if len(where) != len(reach.lengths):   # not this reach's segment: nothing is admitted
+            return "False", "False"
+        tests, free = [], []
+        for p, (expr, old) in enumerate(zip(where, reach.lengths)):
+            first = reach.pattern[p]
+            if old < 2 or old in reach.static:    # a length that must stay as it was
+                tests.append(f"{expr} == {int(old)}")
+            elif first != p:                      # equal to an earlier one, as at the build
+                if where[first] != expr:
+                    tests.append(f"{expr} == {where[first]}")
+            else:                                 # free: at least 2, no static length, below
+                free.append((expr, int(old)))     # the ceiling at every position it takes
+                tests.append(f"2 <= {expr}")
+                if reach.static:
+                    tests.append(f"{expr} not in {name}.static")
+                tests += [f"{expr} <= {name}.ceiling[{q}]" for q in range(len(where)) if reach.pattern[q] == p]
+        tests += [f"{x} != {y}" for j, (x, _) in enumerate(free) for y, _ in free[j + 1:]]   # the pattern
+        elsewhere = " or ".join(f"{x} != {old}" for x, old in free) or "False"
+        return (" and ".join(tests) if tests else "True"), elsewhere
 
     def admission(self, reach: Reach):
-        """``reach.admits`` as one generated test of a call's arguments laid out so:
-        ``admission(reach)(*args)`` is True where ``admits`` takes the segment's arguments
-        these make without any length growing beyond the reach's ceiling (no estimate to
-        check), and False elsewhere (arguments that are not numpy arrays of these dtypes
-        and ranks, too: the caller's full path decides those). A few comparisons where
-        ``admits`` works out every length and their pattern (0.3 us against 3-5 us)."""
-        test = self._admissions.get(reach)
-        if test is None:
-            if len(self._admissions) >= 16:   # reaches of programs a segment let go since
-                self._admissions.clear()
-            test = self._admissions[reach] = _generate_admission(reach, self)
-        return test
+        """``admission(reach)(*args)``: True where ``condition``'s ``admits`` holds for a
+        call's arguments laid out so, False elsewhere (arguments that are not numpy arrays
+        of these dtypes and ranks, too: the caller's full path decides those)."""
+        admits, _ = self.condition(reach, "reach")
+        lines = self.checks("False") + [f"return {admits}"]
+        source = f"def admit({self.params}):\n" + "".join(f"    {line}\n" for line in lines)
+        scope = self.scope()
+        scope["reach"] = reach
+        exec(host_tier.compiled(source, "<dynjax host admission>"), scope)
+        return scope["admit"]
 
     def segment_args(self, args: Sequence[Any]) -> list:
         """The segment's arguments of a call: its sizes, then the arrays."""
         return [np.shape(args[i])[k] for i, k in self.sources] + list(args)
-
-
-def _generate_admission(reach: Reach, layout: Layout):
-    """The function ``Layout.admission`` gives (see there): the checks of ``admits``, each
-    length's expression and its comparisons written out for this layout."""
-    n = len(layout.ranks)
-    params = [f"a{i}" for i in range(n)]
-    lines = []
-    if n:
-        lines.append("if " + " or ".join(f"a{i}.__class__ is not ndarray or a{i}.dtype != t{i}"
-                                         for i in range(n)) + ":")
-        lines.append("    return False")
-        for i, r in enumerate(layout.ranks):
-            lines.append(f"s{i} = a{i}.shape")
-        lines.append("if " + " or ".join(f"len(s{i}) != {r}" for i, r in enumerate(layout.ranks)) + ":")
-        lines.append("    return False")
-    where = [f"s{i}[{k}]" for i, k in layout.sources]
-    where += [f"s{i}[{k}]" for i, r in enumerate(layout.ranks) for k in range(r)]
-    if len(where) != len(reach.lengths):   # not this reach's segment: nothing is admitted
-        return lambda *args: False
-    tests, free = [], []
-    for p, (expr, old) in enumerate(zip(where, reach.lengths)):
-        first = reach.pattern[p]
-        if old < 2 or old in reach.static:    # a length that must stay as it was
-            tests.append(f"{expr} == {int(old)}")
-        elif first != p:                      # equal to an earlier one, as at the build
-            if where[first] != expr:
-                tests.append(f"{expr} == {where[first]}")
-        else:                                 # free: at least 2, no static length, below
-            free.append(expr)                 # the ceiling at every position it takes
-            tests.append(f"2 <= {expr}")
-            if reach.static:
-                tests.append(f"{expr} not in static")
-            tests += [f"{expr} <= c[{q}]" for q in range(len(where)) if reach.pattern[q] == p]
-    tests += [f"{x} != {y}" for j, x in enumerate(free) for y in free[j + 1:]]   # the pattern
-    lines.append("c = reach.ceiling")
-    lines.append("return " + (" and ".join(tests) if tests else "True"))
-    source = f"def admit({', '.join(params)}):\n" + "".join(f"    {line}\n" for line in lines)
-    scope = {"ndarray": np.ndarray, "reach": reach, "static": reach.static}
-    scope.update({f"t{i}": d for i, d in enumerate(layout.dtypes)})
-    exec(host_tier.compiled(source, "<dynjax host admission>"), scope)
-    return scope["admit"]
 
 
 def reuse(programs: Sequence["host_tier.HostProgram"], args: Sequence[Any], runtime: Sequence[int],

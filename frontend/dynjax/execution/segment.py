@@ -29,7 +29,7 @@ from .lru import BoundedCache
 from .padded_runs import PaddedRun, compile_padded, long_runs
 from .padding import NotPaddable, bucket, next_bucket, pad_jaxpr
 from .size_checks import MAX_SIZE, check_sizes
-from .segment_host import HostTier, _Shape
+from .segment_host import HostTier, _Shape, _serves_none
 from .stats import Stats
 
 
@@ -79,11 +79,15 @@ class Segment(HostTier):
         self._host_estimate = None                      # the latest build's estimates at any sizes
         self.host_served = False                        # whether it has served a call
         #: where the latest call was one a host program built at other sizes served as it is
-        #: (``call_admitted``, which sets ``last_executable`` to that program): its layout
+        #: (``serve_admitted``, which sets ``last_executable`` to that program): its layout
         #: and the arrays' shapes, for ``xla_view``; else None
         self.last_host_shapes = None
         #: the latest host programs that serve other sizes as they are (``host_reach.Reach``)
         self.reusable_hosts: tuple = ()
+        #: ``serve_admitted(*arrays)``: the outputs of a call laid out as ``_layout`` says
+        #: that one of ``reusable_hosts`` admits as it is, else None (``admit_layout``)
+        self._layout = None
+        self.serve_admitted = _serves_none
         #: whether its host programs serve other sizes (None: none built yet)
         self.host_reusable: Optional[bool] = None
         # introspection only (f.mlir_specialized, f.hlo): never read on a call path

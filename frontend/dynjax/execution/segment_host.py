@@ -8,6 +8,7 @@ small sizes (``_build_host_ahead``), so that the first small size a call meets f
 """
 from __future__ import annotations
 
+import logging
 from typing import Any, Optional, Sequence
 
 import numpy as np
@@ -64,12 +65,14 @@ class HostTier:
         """Whether every argument and size holds at most ``limit`` elements."""
         return host_tier.small(args, limit) and all(int(args[i]) <= limit for i in self.baked)
 
-    def _served_by(self, host, shapes=None) -> None:
-        """Note a call the host program ``host`` serves (``shapes``: see ``last_host_shapes``)."""
+    def _served_by(self, host) -> None:
+        """Note a call the host program ``host`` serves at its own sizes (a call served at
+        other sizes is noted by ``serve_admitted``'s generated lines, which write the same
+        and the shapes: keep the two alike)."""
         self.host_served = True
         self.stats.host_runs += 1
         self.last_executable, self.last_specialized = host, None
-        self.last_host_shapes = shapes
+        self.last_host_shapes = None
 
     def _run_host(self, host, args) -> list:
         self._served_by(host)
@@ -84,31 +87,27 @@ class HostTier:
         host = self._reused_host(args)
         return None if host is None else (self._run_host(host, args), host)
 
-    def call_admitted(self, args, layout: "host_reach.Layout"):
-        """``(outputs, program)`` of a call of positional numpy arrays laid out as
-        ``layout`` says (each one a runtime argument, the sizes their lengths), where a host
-        ``program`` built at other sizes admits them as they are (``Layout.admission``: no
-        length beyond those admitted before); else None, and the caller's full path
-        decides. Nothing is worked out of the sizes unless asked (``xla_view``): this is
-        ``qjit``'s dispatch of a new small size, a few microseconds where the full path
-        takes ten."""
-        for program in self.reusable_hosts:
-            if layout.admission(program.reach)(*args):
-                break
-        else:
-            return None
-        self.stats.host_reuses += 1
-        self._served_by(program, (layout, [a.shape for a in args]))
-        if explain.on(explain.tiers):   # (a closure per call would be garbage to collect)
-            explain.note(explain.tiers, "host tier, a program of other sizes: "
-                         + self._describe_key(self._key(self._admitted_args())))
-        try:
-            return program.fast(*args), program
-        except RuntimeError:   # its context is in use (HostProgram)
-            return program.run(*args), program
+    def admit_layout(self, layout: "host_reach.Layout") -> None:
+        """Serve calls laid out as ``layout`` says (positional numpy arrays, each one a
+        runtime argument, the sizes their lengths) with ``serve_admitted`` from now on."""
+        if self._layout is not layout:
+            self._layout = layout
+            self._make_server()
+
+    def _make_server(self) -> None:
+        """``serve_admitted`` for the layout and the reusable host programs as they are now
+        (made again whenever either changes)."""
+        layout, hosts = self._layout, self.reusable_hosts
+        self.serve_admitted = _serves_none if layout is None or not hosts else \
+            _generate_server(self, layout, hosts)
+
+    def _note_admitted(self) -> None:
+        """Log the latest call ``serve_admitted`` served (where the tiers' log is on)."""
+        explain.note(explain.tiers, "host tier, a program of other sizes: "
+                     + self._describe_key(self._key(self._admitted_args())))
 
     def _admitted_args(self) -> list:
-        """The segment's arguments of the latest call ``call_admitted`` served, as shapes."""
+        """The segment's arguments of the latest call ``serve_admitted`` served, as shapes."""
         layout, shapes = self.last_host_shapes
         return layout.segment_args([_Shape(s) for s in shapes])
 
@@ -154,6 +153,7 @@ class HostTier:
             self._host_estimate = host.estimate
         if host.reach is not None:
             self.reusable_hosts = (host,) + self.reusable_hosts[:REUSABLE_HOSTS - 1]
+            self._make_server()
         self.host_reusable = bool(self.host_reusable) or host.reach is not None
         explain.maybe(explain.recompiles, lambda: f"host program of {host.equations} numpy calls "
                       f"({host.direct} direct), {host.seconds * 1e6:.1f} us: "
@@ -182,13 +182,49 @@ class HostTier:
         program (not in the executable cache: looking must not change which tier serves)."""
         host = self.last_executable
         if host.__class__ is host_tier.HostProgram:
-            if self.last_host_shapes is not None:   # served at other sizes (call_admitted)
+            if self.last_host_shapes is not None:   # served at other sizes (serve_admitted)
                 args = self._admitted_args()
                 host = host.at_arguments(args, self.runtime, self._sizes(args))
             if host.compiled is None:
                 exe = self._compile(host.sizes)
                 host.compiled = (exe, self.last_specialized)
             self.last_executable, self.last_specialized = host.compiled
+
+
+def _serves_none(*args):
+    return None
+
+
+def _generate_server(segment, layout: "host_reach.Layout", hosts) -> Any:
+    """``Segment.serve_admitted``: ``serve(*args)``, the results of the first of the host
+    programs ``hosts`` whose reach admits a call's arguments laid out as ``layout`` says
+    (``Layout.condition``) at lengths other than its build's (the dispatch table serves
+    those: the build's call put them there), with the call noted in the segment as
+    ``_served_by`` would; else None, and the caller's full path decides. Nothing is worked out
+    of the sizes unless asked (``xla_view``): the checks, the bookkeeping and the call are
+    one generated function, a microsecond beside the program's own run, where the full path
+    takes ten (a stream of new small sizes, each met once)."""
+    params = layout.params
+    lines = layout.checks("None")
+    scope = layout.scope()
+    for j, program in enumerate(hosts):
+        admits, elsewhere = layout.condition(program.reach, f"r{j}")
+        lines += [f"{'if' if j == 0 else 'elif'} {admits} and ({elsewhere}):",
+                  f"    program, fast, run = p{j}, f{j}, x{j}"]
+        scope.update({f"r{j}": program.reach, f"p{j}": program, f"f{j}": program.fast, f"x{j}": program.run})
+    shapes = "".join(f"s{i}, " for i in range(len(layout.ranks)))
+    lines += ["else:", "    return None",
+              "stats.host_reuses += 1", "stats.host_runs += 1",
+              "segment.host_served = True", "segment.last_executable = program",
+              "segment.last_specialized = None", f"segment.last_host_shapes = (layout, ({shapes}))",
+              "if logging_on(INFO):", "    segment._note_admitted()",
+              "try:", f"    return fast({params})",
+              "except RuntimeError:   # its context is in use (HostProgram.fast)", f"    return run({params})"]
+    source = f"def serve({params}):\n" + "".join(f"    {line}\n" for line in lines)
+    scope.update(stats=segment.stats, segment=segment, layout=layout, INFO=logging.INFO,
+                 logging_on=explain.tiers.isEnabledFor)
+    exec(host_tier.compiled(source, "<dynjax host admission>"), scope)
+    return scope["serve"]
 
 
 class _Shape:

@@ -12,7 +12,10 @@ class Stats:
     exact-size executables, ``padded_compilations`` the bucket ones (``tiers``);
     ``exact_runs`` / ``padded_runs`` / ``eager_runs`` / ``host_runs`` count which tier served
     each segment run, ``host_programs`` the programs built for the host tier (``host_tier``),
-    ``host_reuses`` the sizes served by a program built at other sizes (``host_reach.Reach``). ``exact_compilations`` counts the exact executables made for recurring sizes (on
+    ``host_reuses`` the calls a program built at other sizes served as it is
+    (``host_reach.Reach``: each call ``Segment.serve_admitted`` serves, and the first of a
+    size only the reach's full checks admit, whose later calls the dispatch table serves).
+    ``exact_compilations`` counts the exact executables made for recurring sizes (on
     the background thread, ``tiers.worth_exact``) and ``exact_calls_served`` the calls they
     served; ``dropped_jobs`` the background jobs the full queue dropped (``tiers.submit``).
     ``trace_seconds`` / ``lowering_seconds`` / ``compile_seconds`` / ``disk_load_seconds``
