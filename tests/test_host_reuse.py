@@ -587,3 +587,22 @@ def test_a_call_the_admission_serves_is_logged_with_its_sizes(caplog):
     caplog.clear()
     np.testing.assert_array_equal(f(np.arange(6.0)), np.arange(6.0) * 2.0)   # logging off
     assert caplog.records == [] and f.cache_info()["host_reuses"] == 2
+
+
+def test_two_traces_by_turns_keep_their_generated_servers():
+    """Calls of float64 and float32 arrays by turns, each at new sizes: each trace's segment
+    keeps its one layout and server (made once), and each dtype's small sizes are served by
+    its own program."""
+    f = dynjax.qjit(lambda x: x * 3.0 - 1.0, abstracted_axes=({0: "n"},))
+    f(np.ones(9)), f(np.ones(9, np.float32))
+    servers = {}
+    for n in (5, 6, 7, 8, 10, 11):
+        for dtype in (np.float64, np.float32):
+            x = np.linspace(-2, 2, n).astype(dtype)
+            got = f(x)
+            assert got.dtype == dtype
+            np.testing.assert_array_equal(got, x * dtype(3.0) - dtype(1.0))
+            segment = f._last.program.single
+            servers.setdefault(dtype, segment.serve_admitted)
+            assert segment.serve_admitted is servers[dtype]   # not made again at each turn
+    assert f.cache_info()["host_programs"] == 2

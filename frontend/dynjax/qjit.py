@@ -617,9 +617,8 @@ class QJIT(Introspection):
             if plan[5] == 3 and runtime is None and exe.reach is not None and self._aot_leaves is None and \
                     self.in_shardings is None and self.out_shardings is None and all(sig.dim_sources) and \
                     (self._reusing is None or self._reusing[0] is not entry):   # (a trace's layout is one)
-                layout = host_reach.Layout(entry.dtypes, [np.ndim(a) for a in args],
-                                           [occurrences[0] for occurrences in sig.dim_sources])
-                seg.admit_layout(layout)
+                layout = seg.admit_layout(host_reach.Layout(entry.dtypes, [np.ndim(a) for a in args],
+                                                            [occurrences[0] for occurrences in sig.dim_sources]))
                 self._reusing = (entry, layout, single, len(args), seg, plan[2:])
             return
         node = self._fast.get(keys)

@@ -87,12 +87,15 @@ class HostTier:
         host = self._reused_host(args)
         return None if host is None else (self._run_host(host, args), host)
 
-    def admit_layout(self, layout: "host_reach.Layout") -> None:
+    def admit_layout(self, layout: "host_reach.Layout") -> "host_reach.Layout":
         """Serve calls laid out as ``layout`` says (positional numpy arrays, each one a
-        runtime argument, the sizes their lengths) with ``serve_admitted`` from now on."""
-        if self._layout is not layout:
+        runtime argument, the sizes their lengths) with ``serve_admitted`` from now on, and
+        return the layout it serves: the first one given (a segment is one trace's, whose
+        calls are laid out one way)."""
+        if self._layout is None:
             self._layout = layout
             self._make_server()
+        return self._layout
 
     def _make_server(self) -> None:
         """``serve_admitted`` for the layout and the reusable host programs as they are now
