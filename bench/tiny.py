@@ -107,7 +107,7 @@ def new_sizes(count: int):
         median = {k: statistics.median(v) for k, v in times.items()}
         cell = lambda k: f"{mean[k] * 1e6:.1f} µs ({median[k] * 1e6:.1f} µs)"  # noqa: E731
         info = f.cache_info()
-        runs = (f"{info['host_programs']} host programs built, {info['host_reuses']} sizes served by one "
+        runs = (f"{info['host_programs']} host programs built, {info['host_reuses']} calls served by one "
                 f"of them, {info['compilations'] + info['padded_compilations']} compiles")
         print(f"| {name} | {cell('dynjax')} | {cell('numpy')} | " + (f"{cell('torch')} | " if torch is not None else "")
               + f"{mean['dynjax'] / mean['numpy']:.1f}x ({median['dynjax'] / median['numpy']:.1f}x) | {runs} |")
