@@ -15,6 +15,8 @@ estimate is XLA's, or beyond the tier's limits).
 from __future__ import annotations
 
 import logging
+import threading
+import time
 
 import numpy as np
 import pytest
@@ -22,7 +24,7 @@ from hypothesis import given, settings, strategies as st
 
 import dynjax
 import dynjax.numpy as jnp
-from dynjax.execution import host_reach, host_tier
+from dynjax.execution import host_reach, host_tier, segment_host
 from helpers import examples, in_threads
 from test_host_tier import budget, host_tier_is
 
@@ -606,3 +608,33 @@ def test_two_traces_by_turns_keep_their_generated_servers():
             servers.setdefault(dtype, segment.serve_admitted)
             assert segment.serve_admitted is servers[dtype]   # not made again at each turn
     assert f.cache_info()["host_programs"] == 2
+
+
+def test_of_two_threads_making_servers_the_last_reads_the_latest_programs(monkeypatch):
+    """A thread making the segment's server from its programs while another changes them
+    and makes one too: the server left is made from the latest programs (without the lock,
+    the slower first thread's server, made from the older ones, would be left)."""
+    f = dynjax.qjit(lambda x: x * 2.0, abstracted_axes=({0: "n"},))
+    f(np.ones(9))
+    segment = f._last.program.single
+    older = segment.reusable_hosts
+    newer = tuple(list(older))   # the same programs, another tuple: "changed"
+    assert newer is not older
+    real, made, started = segment_host._generate_server, {}, threading.Event()
+
+    def generate(seg, layout, hosts):
+        if hosts is older:
+            started.set()
+            time.sleep(0.2)   # the first maker is slow
+        made[id(hosts)] = real(seg, layout, hosts)
+        return made[id(hosts)]
+    monkeypatch.setattr(segment_host, "_generate_server", generate)
+    first = threading.Thread(target=segment._make_server)
+    first.start()
+    assert started.wait(10)
+    segment.reusable_hosts = newer
+    second = threading.Thread(target=segment._make_server)
+    second.start()
+    first.join(), second.join()
+    assert segment.serve_admitted is made[id(newer)]
+    np.testing.assert_array_equal(f(np.arange(5.0)), np.arange(5.0) * 2.0)

@@ -294,3 +294,36 @@ def test_a_child_takes_no_executable_of_the_parent_from_the_dispatch_memo(monkey
         np.testing.assert_allclose(f(x), np.tanh(x) * 2, rtol=1e-15)
     assert f._fast.memo[0] == (7,) and isinstance(f._fast.memo[2][1], runtime.Executable)
     np.testing.assert_allclose(_raw_fork(lambda: f(x).tolist()), np.tanh(x) * 2, rtol=1e-15)
+
+
+def test_a_fork_while_another_thread_makes_a_host_server(parent_compiled, monkeypatch):
+    """At fork time another thread of the parent holds the lock under which a segment makes
+    the server of the sizes its host programs admit (``segment_host._MAKING_SERVERS``): the
+    child has a free one, builds host programs and serves new small sizes."""
+    from dynjax.execution import segment_host
+    monkeypatch.setenv("DYNJAX_DISABLE_DISK_CACHE", "1")
+    monkeypatch.setenv("DYNJAX_HOST_TIER", "auto")   # (the suite's default is off)
+    release, held = threading.Event(), threading.Event()
+
+    def hold():
+        with segment_host._MAKING_SERVERS:
+            held.set()
+            release.wait(CHILD_TIMEOUT)
+    holder = threading.Thread(target=hold)
+    holder.start()
+    sizes = (9, 5, 7, 6)
+
+    def child():
+        g = qjit(lambda x: x * 3.0 - 1.0, abstracted_axes={0: "n"})
+        values = [g(np.linspace(0, 1, n)).tolist() for n in sizes]
+        info = g.cache_info()
+        return values, (info["host_programs"], info["host_reuses"])
+    try:
+        assert held.wait(10)
+        values, counts = _raw_fork(child)
+    finally:
+        release.set()
+        holder.join()
+    for n, got in zip(sizes, values):
+        np.testing.assert_allclose(got, np.linspace(0, 1, n) * 3.0 - 1.0, rtol=1e-15)
+    assert counts == (1, 3)   # one build, the other sizes served by it

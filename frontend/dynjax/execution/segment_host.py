@@ -9,6 +9,8 @@ small sizes (``_build_host_ahead``), so that the first small size a call meets f
 from __future__ import annotations
 
 import logging
+import os
+import threading
 from typing import Any, Optional, Sequence
 
 import numpy as np
@@ -99,10 +101,12 @@ class HostTier:
 
     def _make_server(self) -> None:
         """``serve_admitted`` for the layout and the reusable host programs as they are now
-        (made again whenever either changes)."""
-        layout, hosts = self._layout, self.reusable_hosts
-        self.serve_admitted = _serves_none if layout is None or not hosts else \
-            _generate_server(self, layout, hosts)
+        (made again whenever either changes; under a lock, so that of two threads that
+        changed them the server made last reads the latest)."""
+        with _MAKING_SERVERS:
+            layout, hosts = self._layout, self.reusable_hosts
+            self.serve_admitted = _serves_none if layout is None or not hosts else \
+                _generate_server(self, layout, hosts)
 
     def _note_admitted(self) -> None:
         """Log the latest call ``serve_admitted`` served (where the tiers' log is on)."""
@@ -196,6 +200,18 @@ class HostTier:
 
 def _serves_none(*args):
     return None
+
+
+_MAKING_SERVERS = threading.Lock()
+
+
+def _after_fork_in_child() -> None:
+    """Another thread of the parent may have held the lock at fork time."""
+    global _MAKING_SERVERS
+    _MAKING_SERVERS = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def _generate_server(segment, layout: "host_reach.Layout", hosts) -> Any:
