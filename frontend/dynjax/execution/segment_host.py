@@ -5,6 +5,9 @@ finish sooner than XLA (``host_tier``) runs the segment's host program of those 
 at the first such call, or one built at other sizes that serves these as it is
 (``host_reach.Reach``); a program's first compile also builds its host program at a few
 small sizes (``_build_host_ahead``), so that the first small size a call meets finds one.
+``qjit`` offers a call of positional arrays to the segment's ``serve_admitted`` before its
+dispatch table: one function generated for the segment's layout of arguments and its
+reusable programs (``_generate_server``) that serves the sizes they admit as they are.
 """
 from __future__ import annotations
 
@@ -199,6 +202,7 @@ class HostTier:
 
 
 def _serves_none(*args):
+    """``serve_admitted`` of a segment with no layout or no reusable program: no call."""
     return None
 
 
