@@ -7,7 +7,8 @@ into a kernel of its own, with LLVM: a loop program whose prologue was four scal
 compiled in twice the time of the same loop with the sizes already computed. The host knows
 the sizes, so those equations run there instead (in Python ints where that is exact, else
 with the primitives' own numpy implementations, which agree with the lowering bit for bit:
-``int_folds.ScalarProgram``) and their results become inputs of the program. A run computes them once per distinct tuple of sizes.
+``int_folds.ScalarProgram``) and their results become inputs of the program. A run
+computes them once per distinct tuple of sizes.
 
 The same holds after the program: the sizes and loop reports a padded program returns (its
 *meta* values: the logical lengths of its outputs, whether a resizing loop stopped for want of

@@ -174,7 +174,7 @@ class Reach:
     ``host`` and ``xla``: its estimated run times on the host and, beyond a run's fixed
     cost, on XLA, and ``values``: the element count of every value it computes, each a
     ``Polynomial`` of the sizes (``host_tier._estimates`` on the steps' shapes)."""
-    __slots__ = ("lengths", "spans", "pattern", "static", "host", "xla", "values", "ceiling", "free")
+    __slots__ = ("lengths", "spans", "pattern", "static", "host", "xla", "values", "ceiling", "changing")
 
     def __init__(self, lengths: tuple, spans: tuple, static_dims, host, xla, values):
         self.lengths = lengths
@@ -187,8 +187,9 @@ class Reach:
         #: from there: ``extend_ceiling``, or larger ones admitted since): the estimates and
         #: limits grow with every length, so lengths below them pass too
         self.ceiling = lengths
-        #: whether some length may change (``admits``): else it serves its own sizes alone
-        self.free = any(d >= 2 and d not in self.static for d in lengths)
+        #: the positions of the lengths that may change (``admits``: at least 2 and equal to
+        #: no static length, then and now); with none, it serves its own sizes alone
+        self.changing = tuple(p for p, d in enumerate(lengths) if d >= 2 and d not in self.static)
 
     def admits(self, args: Sequence[Any], runtime) -> bool:
         """Whether the program serves these arguments of a segment (``runtime``: the
@@ -242,13 +243,12 @@ class Reach:
         then bisected to 2%: a dozen ``chosen``, 30-50 us at a build of 0.5-3 ms), so that
         the sizes below are admitted with no estimate to check (``Layout.admission``): only
         a new largest size beyond them takes the full checks."""
-        free = [p for p, d in enumerate(self.lengths) if d >= 2 and d not in self.static]
-        if not free or not self.chosen(self.lengths):
+        if not self.changing or not self.chosen(self.lengths):
             return
 
         def scaled(factor):
             have = list(self.lengths)
-            for p in free:
+            for p in self.changing:
                 have[p] = int(have[p] * factor)
             return tuple(have)
         low, high = 1.0, 2.0
@@ -311,10 +311,10 @@ class Layout:
         where += [f"s{i}[{k}]" for i, r in enumerate(self.ranks) for k in range(r)]
         if len(where) != len(reach.lengths):   # not this reach's segment: nothing is admitted
             return "False", "False"
-        tests, free = [], []
+        tests, free, changing = [], [], set(reach.changing)
         for p, (expr, old) in enumerate(zip(where, reach.lengths)):
             first = reach.pattern[p]
-            if old < 2 or old in reach.static:    # a length that must stay as it was
+            if p not in changing:                 # a length that must stay as it was
                 tests.append(f"{expr} == {int(old)}")
             elif first != p:                      # equal to an earlier one, as at the build
                 if where[first] != expr:
@@ -332,7 +332,9 @@ class Layout:
     def admission(self, reach: Reach):
         """``admission(reach)(*args)``: True where ``condition``'s ``admits`` holds for a
         call's arguments laid out so, False elsewhere (arguments that are not numpy arrays
-        of these dtypes and ranks, too: the caller's full path decides those)."""
+        of these dtypes and ranks, too: the caller's full path decides those). The test of
+        the server's condition alone (``segment_host._generate_server``), which the tests
+        hold equal to ``Reach.admits``."""
         admits, _ = self.condition(reach, "reach")
         lines = self.checks("False") + [f"return {admits}"]
         source = f"def admit({self.params}):\n" + "".join(f"    {line}\n" for line in lines)

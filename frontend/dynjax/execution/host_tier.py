@@ -370,7 +370,7 @@ def build(jaxpr: Jaxpr, consts: Sequence[Any], args: Sequence[Any], runtime: Seq
             raise NotHosted("the generated program disagrees with the impl rules")
     program = HostProgram(run, fast, in_avals, len(rec.steps), direct, rec.seconds, list(sizes), source)
     program.estimate = _estimate(rec, args, runtime_set)
-    if anywhere and program.estimate is not None and program.estimate.free:
+    if anywhere and program.estimate is not None and program.estimate.changing:
         program.reach = program.estimate   # (every length static or a size argument)
         program.reach.extend_ceiling()
     return program
