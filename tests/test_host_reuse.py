@@ -529,13 +529,38 @@ def _build_shapes(layout, lengths):
     return shapes
 
 
-def test_the_admission_follows_the_ceiling_as_it_rises():
+def test_the_admission_holds_the_ceiling_it_was_made_at():
     layout = host_reach.Layout([np.dtype(np.float64)], [1], [(0, 0)])
     reach = host_reach.Reach((5, 5), _spans(layout), set(), 0.0, 0.0, [])
     admit = layout.admission(reach)
     assert admit(np.ones(4)) and admit(np.ones(5)) and not admit(np.ones(6)) and not admit(np.ones(1))
-    assert reach.admits([6, np.ones(6)], {1})   # a larger size the estimates choose
+    assert reach.admits([6, np.ones(6)], {1})   # a larger size the estimates choose: the ceiling rises
+    assert not admit(np.ones(6))                # (written in as a number)
+    admit = layout.admission(reach)
     assert admit(np.ones(6)) and not admit(np.ones(7))
+
+
+def test_the_server_is_made_again_when_a_ceiling_rises():
+    """A size beyond the ceiling that the full checks admit raises it (``Reach.admits``); the
+    segment's server, which holds the ceiling as a number, is made again, so that a size
+    between the old ceiling and the new one is served by it, not by the dispatch table."""
+    f = dynjax.qjit(lambda x: jnp.sum(x * 2.0, axis=0), abstracted_axes=({0: "n"},))
+    f(np.ones((6, 3)))
+    segment = f._last.program.single
+    reach = segment.reusable_hosts[0].reach
+    old_top, limit = reach.ceiling[0], host_tier.MAX_ELEMENTS // 3
+    assert old_top < limit - 1
+    before = segment.serve_admitted
+    x = _rng(limit).standard_normal((limit, 3))
+    np.testing.assert_array_equal(f(x), np.add.reduce(x * 2.0, axis=0))   # the full checks
+    assert reach.ceiling[0] == limit and segment.serve_admitted is not before
+    table, served = len(f._fast), []
+    real = segment.serve_admitted
+    segment.serve_admitted = lambda args: served.append(real(args)) or served[-1]
+    n = old_top + 1
+    x = _rng(n).standard_normal((n, 3))
+    np.testing.assert_array_equal(f(x), np.add.reduce(x * 2.0, axis=0))
+    assert len(served) == 1 and isinstance(served[0], np.ndarray) and len(f._fast) == table
 
 
 def test_a_stream_of_sizes_is_served_by_the_admission_without_the_dispatch_table():
@@ -549,7 +574,7 @@ def test_a_stream_of_sizes_is_served_by_the_admission_without_the_dispatch_table
     admitted = []
     segment = f._last.program.single
     real = segment.serve_admitted
-    segment.serve_admitted = lambda *args: admitted.append(len(args[0])) or real(*args)
+    segment.serve_admitted = lambda args: admitted.append(len(args[0])) or real(args)
     sizes = [17, 4, 29, 2, 38, 17, 4]
     for k, n in enumerate(sizes):
         x, y = _rng(n).standard_normal((n, 3)), _rng(n + 1).standard_normal((n, 3))
@@ -560,6 +585,35 @@ def test_a_stream_of_sizes_is_served_by_the_admission_without_the_dispatch_table
     assert info["host_programs"] == built and info["host_reuses"] == 7 and len(f._fast) == table
     np.testing.assert_allclose(f(np.ones((40, 3)), np.ones((40, 3))), np.full(3, 40 * np.tanh(1.0) + 1.0))
     assert admitted == sizes + [40] and f.cache_info()["host_reuses"] == 7   # the build's own: the table's
+
+
+def test_the_server_returns_the_tree_of_results_and_counts_the_call():
+    """A function of several results, served at new sizes by the server: the results in
+    their tree, new arrays (never an argument), the call counted and its trace noted as the
+    direct path does; while another function is being traced, the call is staged instead."""
+    f = dynjax.qjit(lambda x, y: {"s": x + y, "p": (x * y, jnp.sum(x))},
+                    abstracted_axes=({0: "n"}, {0: "n"}))
+    f(np.ones(12), np.ones(12))
+    segment = f._last.program.single
+    served = []
+    real = segment.serve_admitted
+    segment.serve_admitted = lambda args: served.append(len(args)) or real(args)
+    for n in (5, 9, 2):
+        x, y = _rng(n).standard_normal(n), _rng(n + 1).standard_normal(n)
+        calls = f.calls
+        f._last = None
+        got = f(x, y)
+        assert sorted(got) == ["p", "s"] and isinstance(got["p"], tuple)
+        np.testing.assert_array_equal(got["s"], x + y)
+        np.testing.assert_array_equal(got["p"][0], x * y)
+        np.testing.assert_allclose(got["p"][1], np.sum(x), rtol=1e-13)
+        assert not any(np.shares_memory(r, a) for r in (got["s"], got["p"][0]) for a in (x, y))
+        assert f.calls == calls + 1 and f._last is not None and f._last.program.single is segment
+    assert served == [2, 2, 2] and f.cache_info()["host_reuses"] == 3
+    c = np.arange(7.0)   # numpy arrays, passed to f while g is being traced
+    g = dynjax.qjit(lambda s: f(c, c)["s"] * s)
+    np.testing.assert_array_equal(g(3.0), (c + c) * 3.0)
+    assert served == [2, 2, 2, 2] and f.cache_info()["host_reuses"] == 3   # asked, and staged
 
 
 def test_a_program_that_serves_only_its_own_sizes_is_not_kept_to_serve_others():
@@ -622,11 +676,11 @@ def test_of_two_threads_making_servers_the_last_reads_the_latest_programs(monkey
     assert newer is not older
     real, made, started = segment_host._generate_server, {}, threading.Event()
 
-    def generate(seg, layout, hosts):
+    def generate(seg, layout, hosts, front):
         if hosts is older:
             started.set()
             time.sleep(0.2)   # the first maker is slow
-        made[id(hosts)] = real(seg, layout, hosts)
+        made[id(hosts)] = real(seg, layout, hosts, front)
         return made[id(hosts)]
     monkeypatch.setattr(segment_host, "_generate_server", generate)
     first = threading.Thread(target=segment._make_server)

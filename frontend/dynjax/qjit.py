@@ -31,6 +31,7 @@ from .core.errors import api_boundary, name_user_line, user_error, user_stacklev
 from .core.trace import EVAL_TRACE, STAGING, Tracer, is_tracing, thread_state, typeof
 from .execution import compile_log, explain, host_reach
 from .execution.host_tier import HostProgram
+from .execution.segment_host import Front
 from .execution.lru import NO_MEMO, BoundedCache, check_cache_size, default_cache_size
 from .execution.calls import ProgramCall, coerce_leaf, describe_input_fn, entry_arguments, run_entry
 from .execution.masked_reductions import rewrite_masked_reductions
@@ -186,9 +187,10 @@ class QJIT(Introspection):
         #: (trace entry, its arguments' ``host_reach.Layout``, the index of its one result or
         #: None, its number of arguments, its segment, its plan after the program) of the
         #: latest direct call served by a host program that serves other sizes as it is: a
-        #: call laid out so is offered to the segment's ``serve_admitted`` first, and after a
-        #: miss of the dispatch table to ``_at_other_sizes``
+        #: call laid out so is offered to the segment's ``serve_admitted`` first (``_serving``:
+        #: that segment), and after a miss of the dispatch table to ``_at_other_sizes``
         self._reusing = None
+        self._serving = None
         self._last: Optional[_Entry] = None   # introspection only (f.jaxpr): the latest call's trace
         self._aot_leaves = None
         self._aot_traced = False   # traced at decoration (explain: not a cache miss of a call)
@@ -349,15 +351,11 @@ class QJIT(Introspection):
         # hashing a key.)
         try:
             if not kwargs:
-                reusing = self._reusing
-                if reusing is not None and STAGING[0] == 0 and len(args) == reusing[3]:
-                    outs = reusing[4].serve_admitted(*args)   # a small size a host program admits
-                    if outs is not None:
-                        self.calls += 1
-                        self._last = entry = reusing[0]
-                        if reusing[2] is not None:   # (one result)
-                            return outs[reusing[2]]
-                        return pytree.tree_unflatten(entry.traced.out_tree, [outs[i] for i in entry.explicit])
+                serving = self._serving
+                if serving is not None:   # a small size a host program admits (_server_front)
+                    out = serving.serve_admitted(args)
+                    if out is not _MISS:
+                        return out
                 if len(args) == 1 and args[0].__class__ is np.ndarray:
                     a = args[0]
                     memo = self._fast.memo
@@ -618,14 +616,27 @@ class QJIT(Introspection):
                     self.in_shardings is None and self.out_shardings is None and all(sig.dim_sources) and \
                     (self._reusing is None or self._reusing[0] is not entry):   # (a trace's layout is one)
                 layout = seg.admit_layout(host_reach.Layout(entry.dtypes, [np.ndim(a) for a in args],
-                                                            [occurrences[0] for occurrences in sig.dim_sources]))
+                                                            [occurrences[0] for occurrences in sig.dim_sources]),
+                                          self._server_front(entry, single))
                 self._reusing = (entry, layout, single, len(args), seg, plan[2:])
+                self._serving = seg
             return
         node = self._fast.get(keys)
         if node.__class__ is not _ByValue or node.positions != by_value:
             node = _ByValue(keys, by_value)
             self._fast.put(keys, node)
         self._fast.put(node.key(args), plan)
+
+    def _server_front(self, entry: _Entry, single: Optional[int]) -> Front:
+        """What the server of ``entry``'s segment does for this function around a call it
+        serves (``Segment.admit_layout``): nothing while a trace is being recorded; the call
+        counted and its trace noted, as the direct path of ``__call__`` does; the one result,
+        or the tree of the explicit ones."""
+        result = f"outs[{single}]" if single is not None else \
+            "unflatten(tree, [" + "".join(f"outs[{i}], " for i in entry.explicit) + "])"
+        return Front("STAGING[0]", ["owner.calls += 1", "owner._last = entry"], result, _MISS,
+                     dict(STAGING=STAGING, owner=self, entry=entry, unflatten=pytree.tree_unflatten,
+                          tree=entry.traced.out_tree))
 
     def _lists_as_arrays(self, args):
         """Lists of numbers named by abstracted_axes are arrays (see named_lists_as_arrays)."""

@@ -289,7 +289,8 @@ class Layout:
         n = len(self.ranks)
         if not n:
             return []
-        return ["if " + " or ".join(f"a{i}.__class__ is not ndarray or a{i}.dtype != t{i}" for i in range(n)) + ":",
+        return ["if " + " or ".join(f"a{i}.__class__ is not ndarray or (a{i}.dtype is not t{i} and a{i}.dtype != t{i})"
+                                    for i in range(n)) + ":",
                 f"    return {no}"] + [f"s{i} = a{i}.shape" for i in range(n)] + [
                 "if " + " or ".join(f"len(s{i}) != {r}" for i, r in enumerate(self.ranks)) + ":",
                 f"    return {no}"]
@@ -304,9 +305,10 @@ class Layout:
         """``(admits, elsewhere)``: expressions over the shapes ``checks`` names, with the
         reach named ``name`` in the function's scope. ``admits`` is ``reach.admits`` on the
         segment's arguments these arrays make, wherever no length grows beyond the reach's
-        ceiling (no estimate to check); ``elsewhere`` says that some length differs from the
-        build's own. A few comparisons where ``admits`` works out every length and their
-        pattern (0.2 us against 3-5 us)."""
+        ceiling as it is now (written in as numbers: a function made from it is made again
+        when the ceiling rises, ``Segment._reused_host``), with no estimate to check;
+        ``elsewhere`` says that some length differs from the build's own. A few comparisons
+        where ``admits`` works out every length and their pattern (0.2 us against 3-5 us)."""
         where = [f"s{i}[{k}]" for i, k in self.sources]
         where += [f"s{i}[{k}]" for i, r in enumerate(self.ranks) for k in range(r)]
         if len(where) != len(reach.lengths):   # not this reach's segment: nothing is admitted
@@ -321,20 +323,20 @@ class Layout:
                     tests.append(f"{expr} == {where[first]}")
             else:                                 # free: at least 2, no static length, below
                 free.append((expr, int(old)))     # the ceiling at every position it takes
-                tests.append(f"2 <= {expr}")
+                top = min(int(reach.ceiling[q]) for q in range(len(where)) if reach.pattern[q] == p)
+                tests.append(f"2 <= {expr} <= {top}")
                 if reach.static:
                     tests.append(f"{expr} not in {name}.static")
-                tests += [f"{expr} <= {name}.ceiling[{q}]" for q in range(len(where)) if reach.pattern[q] == p]
         tests += [f"{x} != {y}" for j, (x, _) in enumerate(free) for y, _ in free[j + 1:]]   # the pattern
         elsewhere = " or ".join(f"{x} != {old}" for x, old in free) or "False"
         return (" and ".join(tests) if tests else "True"), elsewhere
 
     def admission(self, reach: Reach):
         """``admission(reach)(*args)``: True where ``condition``'s ``admits`` holds for a
-        call's arguments laid out so, False elsewhere (arguments that are not numpy arrays
-        of these dtypes and ranks, too: the caller's full path decides those). The test of
-        the server's condition alone (``segment_host._generate_server``), which the tests
-        hold equal to ``Reach.admits``."""
+        call's arguments laid out so (at the reach's ceiling as it is now), False elsewhere
+        (arguments that are not numpy arrays of these dtypes and ranks, too: the caller's full
+        path decides those). The test of the server's condition alone
+        (``segment_host._generate_server``), which the tests hold equal to ``Reach.admits``."""
         admits, _ = self.condition(reach, "reach")
         lines = self.checks("False") + [f"return {admits}"]
         source = f"def admit({self.params}):\n" + "".join(f"    {line}\n" for line in lines)

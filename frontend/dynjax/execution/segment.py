@@ -29,7 +29,7 @@ from .lru import BoundedCache
 from .padded_runs import PaddedRun, compile_padded, long_runs
 from .padding import NotPaddable, bucket, next_bucket, pad_jaxpr
 from .size_checks import MAX_SIZE, check_sizes
-from .segment_host import HostTier, _Shape, _serves_none
+from .segment_host import HostTier, _Shape
 from .stats import Stats
 
 
@@ -84,10 +84,11 @@ class Segment(HostTier):
         self.last_host_shapes = None
         #: the latest host programs that serve other sizes as they are (``host_reach.Reach``)
         self.reusable_hosts: tuple = ()
-        #: ``serve_admitted(*arrays)``: the outputs of a call laid out as ``_layout`` says
-        #: that one of ``reusable_hosts`` admits as it is, else None (``admit_layout``)
-        self._layout = None
-        self.serve_admitted = _serves_none
+        #: ``serve_admitted(args)``: the result of a call laid out as ``_layout`` says that
+        #: one of ``reusable_hosts`` admits as it is, else ``_front.miss`` (``admit_layout``;
+        #: None before it)
+        self._layout = self._front = None
+        self.serve_admitted = None
         #: whether its host programs serve other sizes (None: none built yet)
         self.host_reusable: Optional[bool] = None
         # introspection only (f.mlir_specialized, f.hlo): never read on a call path

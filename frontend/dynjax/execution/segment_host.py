@@ -72,8 +72,8 @@ class HostTier:
 
     def _served_by(self, host) -> None:
         """Note a call the host program ``host`` serves at its own sizes (a call served at
-        other sizes is noted by ``serve_admitted``'s generated lines, which write the same
-        and the shapes: keep the two alike)."""
+        other sizes is noted by ``serve_admitted``'s generated lines: the counters, the
+        program and the shapes; keep the two alike)."""
         self.host_served = True
         self.stats.host_runs += 1
         self.last_executable, self.last_specialized = host, None
@@ -92,24 +92,26 @@ class HostTier:
         host = self._reused_host(args)
         return None if host is None else (self._run_host(host, args), host)
 
-    def admit_layout(self, layout: "host_reach.Layout") -> "host_reach.Layout":
+    def admit_layout(self, layout: "host_reach.Layout", front: "Front") -> "host_reach.Layout":
         """Serve calls laid out as ``layout`` says (positional numpy arrays, each one a
-        runtime argument, the sizes their lengths) with ``serve_admitted`` from now on, and
-        return the layout it serves: the first one given (a segment is one trace's, whose
-        calls are laid out one way)."""
+        runtime argument, the sizes their lengths) with ``serve_admitted`` from now on, as
+        ``front`` says for its caller, and return the layout it serves: the first one given,
+        with the first front (a segment is one trace's, whose calls are laid out one way).
+        (Called after a call one of its host programs served: ``host_served`` holds, and the
+        server leaves it as it is.)"""
         if self._layout is None:
-            self._layout = layout
+            self._layout, self._front = layout, front
             self._make_server()
         return self._layout
 
     def _make_server(self) -> None:
         """``serve_admitted`` for the layout and the reusable host programs as they are now
-        (made again whenever either changes; under a lock, so that of two threads that
-        changed them the server made last reads the latest)."""
+        (made again whenever either changes, or a program's ceiling rises; under a lock, so
+        that of two threads that changed them the server made last reads the latest)."""
         with _MAKING_SERVERS:
             layout, hosts = self._layout, self.reusable_hosts
-            self.serve_admitted = _serves_none if layout is None or not hosts else \
-                _generate_server(self, layout, hosts)
+            if layout is not None:
+                self.serve_admitted = _generate_server(self, layout, hosts, self._front)
 
     def _note_admitted(self) -> None:
         """Log the latest call ``serve_admitted`` served (where the tiers' log is on)."""
@@ -127,9 +129,12 @@ class HostTier:
         programs = self.reusable_hosts
         if not programs:
             return None
+        ceilings = [p.reach.ceiling for p in programs]
         host = host_reach.reuse(programs, args, self.runtime, self._sizes(args))
         if host is None:
             return None
+        if any(p.reach.ceiling is not c for p, c in zip(programs, ceilings)):
+            self._make_server()   # (its condition holds the ceilings as numbers)
         if key is not None:
             self.hosted.put(key, host)
         self.stats.host_reuses += 1
@@ -201,9 +206,16 @@ class HostTier:
             self.last_executable, self.last_specialized = host.compiled
 
 
-def _serves_none(*args):
-    """``serve_admitted`` of a segment with no layout or no reusable program: no call."""
-    return None
+class Front:
+    """What the caller of a segment's server adds to it (``admit_layout``): ``guard``, an
+    expression true where no call is to be served now (say, while tracing); ``lines`` run
+    once a call is admitted (the caller's own bookkeeping); ``result``, the expression of the
+    program's outputs ``outs`` that the call returns; ``miss``, what the server returns
+    where it serves nothing (an object no call returns); ``scope``, the names these read."""
+    __slots__ = ("guard", "lines", "result", "miss", "scope")
+
+    def __init__(self, guard: str, lines: Sequence[str], result: str, miss: Any, scope: dict):
+        self.guard, self.lines, self.result, self.miss, self.scope = guard, list(lines), result, miss, scope
 
 
 _MAKING_SERVERS = threading.Lock()
@@ -218,34 +230,41 @@ def _after_fork_in_child() -> None:
 os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
-def _generate_server(segment, layout: "host_reach.Layout", hosts) -> Any:
-    """``Segment.serve_admitted``: ``serve(*args)``, the results of the first of the host
-    programs ``hosts`` whose reach admits a call's arguments laid out as ``layout`` says
-    (``Layout.condition``) at lengths other than its build's (the dispatch table serves
-    those: the build's call put them there), with the call noted in the segment as
-    ``_served_by`` would; else None, and the caller's full path decides. Nothing is worked out
-    of the sizes unless asked (``xla_view``): the checks, the bookkeeping and the call are
-    one generated function, a microsecond beside the program's own run, where the full path
-    takes ten (a stream of new small sizes, each met once)."""
+def _generate_server(segment, layout: "host_reach.Layout", hosts, front: Front) -> Any:
+    """``Segment.serve_admitted``: ``serve(args)``, what ``front`` returns of the results of
+    the first of the host programs ``hosts`` whose reach admits a call's arguments laid out
+    as ``layout`` says (``Layout.condition``) at lengths other than its build's (the
+    dispatch table serves those: the build's call put them there), with the call noted in
+    the segment as ``_served_by`` would; else ``front.miss``, and the caller's full path
+    decides. Nothing is worked out of the sizes unless asked (``xla_view``): the checks,
+    the bookkeeping, the call and its result are one generated function, a microsecond
+    beside the program's own run, where the full path takes ten (a stream of new small
+    sizes, each met once)."""
     params = layout.params
-    lines = layout.checks("None")
+    n = len(layout.ranks)
+    lines = [f"if len(args) != {n} or {front.guard}:", "    return miss"]
+    if n:
+        lines.append(f"{params}, = args")
+    lines += layout.checks("miss")
     scope = layout.scope()
     for j, program in enumerate(hosts):
         admits, elsewhere = layout.condition(program.reach, f"r{j}")
         lines += [f"{'if' if j == 0 else 'elif'} {admits} and ({elsewhere}):",
                   f"    program, fast, run = p{j}, f{j}, x{j}"]
         scope.update({f"r{j}": program.reach, f"p{j}": program, f"f{j}": program.fast, f"x{j}": program.run})
-    shapes = "".join(f"s{i}, " for i in range(len(layout.ranks)))
-    lines += ["else:", "    return None",
-              "stats.host_reuses += 1", "stats.host_runs += 1",
-              "segment.host_served = True", "segment.last_executable = program",
-              "segment.last_specialized = None", f"segment.last_host_shapes = (layout, ({shapes}))",
-              "if logging_on(INFO):", "    segment._note_admitted()",
-              "try:", f"    return fast({params})",
-              "except RuntimeError:   # its context is in use (HostProgram.fast)", f"    return run({params})"]
-    source = f"def serve({params}):\n" + "".join(f"    {line}\n" for line in lines)
+    shapes = "".join(f"s{i}, " for i in range(n))
+    lines += (["else:", "    return miss"] if hosts else ["return miss"]) + [
+        "stats.host_reuses += 1", "stats.host_runs += 1",
+        "segment.last_executable = program",   # (``last_specialized``: ``xla_view`` sets it)
+        f"segment.last_host_shapes = (layout, ({shapes}))"] + front.lines + [
+        "if logging_on(INFO):", "    segment._note_admitted()",
+        "try:", f"    outs = fast({params})",
+        "except RuntimeError:   # its context is in use (HostProgram.fast)", f"    outs = run({params})",
+        f"return {front.result}"]
+    source = "def serve(args):\n" + "".join(f"    {line}\n" for line in lines)
+    scope.update(front.scope)
     scope.update(stats=segment.stats, segment=segment, layout=layout, INFO=logging.INFO,
-                 logging_on=explain.tiers.isEnabledFor)
+                 logging_on=explain.tiers.isEnabledFor, miss=front.miss)
     exec(host_tier.compiled(source, "<dynjax host admission>"), scope)
     return scope["serve"]
 
