@@ -3,9 +3,10 @@
     pip install -e ".[bench]" && python bench/bench.py [--quick]
 
 Prints one markdown table (plus footnotes). Times are wall-clock, measured with
-``time.perf_counter_ns``; steady state is the median of repeated calls after warm-up, the
-dynjax / jax / numpy repetitions interleaved in 5 rounds so that a change in machine load
-affects all three alike. Runs in ~35 s on 2 cores (``--quick``: ~20 s).
+``time.perf_counter_ns``; steady state is the median of repeated calls after warm-up, in 5
+rounds of dynjax and jax calls alternating call by call (which one goes first changing at
+every turn) and then numpy's, so that a change in machine load or in the allocator's state
+affects them alike. Runs in ~3 min on 2 cores (``--quick``: ~1 min).
 
 * dynjax runs with its on-disk executable cache off (``DYNJAX_DISABLE_DISK_CACHE=1``) and
   jax with its persistent compilation cache off, so first calls really trace and compile.
@@ -78,6 +79,21 @@ def samples(f, args, reps):
         f(*args)
         ts.append(pc() - t)
     return ts
+
+
+def alternating(f, g, args, reps):
+    """``reps`` timed calls of ``f`` and of ``g``, one of each in turn, which one goes first
+    changing at every turn: the machine's load, the allocator's state (a 32 MB result freed
+    and allocated again takes page faults on some calls and not on others) and the caches
+    treat both alike, where blocks of calls of one then the other could differ by 2x."""
+    gc.collect()
+    tf, tg = [], []
+    for k in range(reps):
+        for fun, ts in ((f, tf), (g, tg)) if k % 2 == 0 else ((g, tg), (f, tf)):
+            t = pc()
+            fun(*args)
+            ts.append(pc() - t)
+    return tf, tg
 
 
 def block(f):
@@ -422,8 +438,9 @@ def run_row(name, make_dj, make_jx, np_fun, args, new_args, reps, warm, np_reps,
             v = [t[k] for t in ts]
             row[f"{pre}_{col}"] = None if v[0] is None else statistics.median(v)
     tiers.wait_for_background()   # a repeated size's exact executable, compiled in the background
-    # steady state (on the last trial's functions): dynjax, jax and numpy interleaved in rounds (so that a change of machine
-    # load hits all three), median over all repetitions of all rounds
+    # steady state (on the last trial's functions): dynjax and jax alternating call by call,
+    # then numpy, in rounds (so that a change of machine load hits all three), median over
+    # all repetitions of all rounds
     per = max(1, reps // rounds)
     np_per = max(1, np_reps // rounds)
     ts = {"dj": [], "jx": [], "np": []}
@@ -431,8 +448,9 @@ def run_row(name, make_dj, make_jx, np_fun, args, new_args, reps, warm, np_reps,
         for _ in range(w):
             fun(*a)
     for _ in range(rounds):
-        ts["dj"] += samples(f, args, per)
-        ts["jx"] += samples(g, args, per)
+        tf, tg = alternating(f, g, args, per)
+        ts["dj"] += tf
+        ts["jx"] += tg
         ts["np"] += samples(np_fun, args, np_per)
     for k, v in ts.items():
         row[k + "_steady"] = statistics.median(v) * 1e-9
@@ -466,8 +484,9 @@ def new_sizes_row(name, make_dj, make_jx, np_fun, make_arg, sizes, key):
     tiers.wait_for_background()
     ts = {"dj": [], "jx": [], "np": []}
     for _ in range(5):
-        ts["dj"] += samples(f, (x0,), 200)
-        ts["jx"] += samples(g, (x0,), 200)
+        tf, tg = alternating(f, g, (x0,), 200)
+        ts["dj"] += tf
+        ts["jx"] += tg
         ts["np"] += samples(np_fun, (x0,), 200)
     row = {"name": name, "key": key, "dj_first": t_first[0], "jx_first": t_first[1], "dj_second": None,
            "jx_second": None, "dj_new": td, "jx_new": tj, "dj_new_worst": worst, "dj_cache": f.cache_info()}
