@@ -14,9 +14,11 @@ estimate is XLA's, or beyond the tier's limits).
 """
 from __future__ import annotations
 
+import gc
 import logging
 import threading
 import time
+import weakref
 
 import numpy as np
 import pytest
@@ -24,7 +26,7 @@ from hypothesis import given, settings, strategies as st
 
 import dynjax
 import dynjax.numpy as jnp
-from dynjax.execution import host_reach, host_tier, segment_host
+from dynjax.execution import host_reach, host_tier, segment_host, tiers
 from helpers import examples, in_threads
 from test_host_tier import budget, host_tier_is
 
@@ -216,6 +218,23 @@ def test_two_lengths_equal_at_the_build_serve_only_equal_lengths():
     assert f.cache_info()["host_reuses"] == 2
 
 
+def test_the_server_is_made_again_when_a_build_adds_a_program():
+    """A second program that serves other sizes (built at two different lengths, where the
+    first was built at equal ones) joins the function's server at once: the next pair of
+    different lengths is served by the server, not by the dispatch table."""
+    f = dynjax.qjit(lambda x, y: x[:, None] * y[None, :], abstracted_axes=({0: "n"}, {0: "m"}))
+    f(np.ones(6), np.ones(6))
+    f(np.ones(4), np.ones(4))
+    f(np.arange(4.0), np.arange(3.0))   # a build of its own
+    assert f.cache_info()["host_programs"] == 2
+    served, real = [], f._serve
+    f._serve = lambda args: served.append(real(args)) or served[-1]
+    table = len(f._fast)
+    x, y = np.arange(5.0), np.arange(2.0) + 1.0
+    np.testing.assert_array_equal(f(x, y), np.outer(x, y))
+    assert len(served) == 1 and isinstance(served[0], np.ndarray) and len(f._fast) == table
+
+
 PROGRAMS_OF_ONE_SIZE = [
     # a value of the sizes, folded into the program: the mean divides by n
     ("mean", lambda x: jnp.mean(x), lambda x: np.mean(x)),
@@ -259,7 +278,7 @@ def test_introspection_of_a_reused_size_shows_its_own_sizes():
 
 def test_a_new_size_of_a_reusable_program_skips_the_call_path():
     """``qjit`` serves a size of the trace whose host program serves other sizes straight
-    from that program (``Segment.serve_admitted``, every call); arrays of another dtype or
+    from that program (the segment's server, every call); arrays of another dtype or
     rank, or sizes the program does not admit, take the call's own path."""
     f = dynjax.qjit(lambda x, y: jnp.tanh(x) * y, abstracted_axes=({0: "n"}, {0: "n"}))
     f(np.ones(9), np.ones(9))
@@ -550,13 +569,13 @@ def test_the_server_is_made_again_when_a_ceiling_rises():
     reach = segment.reusable_hosts[0].reach
     old_top, limit = reach.ceiling[0], host_tier.MAX_ELEMENTS // 3
     assert old_top < limit - 1
-    before = segment.serve_admitted
+    before = f._serve
     x = _rng(limit).standard_normal((limit, 3))
     np.testing.assert_array_equal(f(x), np.add.reduce(x * 2.0, axis=0))   # the full checks
-    assert reach.ceiling[0] == limit and segment.serve_admitted is not before
+    assert reach.ceiling[0] == limit and f._serve is not before
     table, served = len(f._fast), []
-    real = segment.serve_admitted
-    segment.serve_admitted = lambda args: served.append(real(args)) or served[-1]
+    real = f._serve
+    f._serve = lambda args: served.append(real(args)) or served[-1]
     n = old_top + 1
     x = _rng(n).standard_normal((n, 3))
     np.testing.assert_array_equal(f(x), np.add.reduce(x * 2.0, axis=0))
@@ -572,9 +591,8 @@ def test_a_stream_of_sizes_is_served_by_the_admission_without_the_dispatch_table
     f(np.ones((40, 3)), np.ones((40, 3)))
     built, table = f.cache_info()["host_programs"], len(f._fast)
     admitted = []
-    segment = f._last.program.single
-    real = segment.serve_admitted
-    segment.serve_admitted = lambda args: admitted.append(len(args[0])) or real(args)
+    real = f._serve
+    f._serve = lambda args: admitted.append(len(args[0])) or real(args)
     sizes = [17, 4, 29, 2, 38, 17, 4]
     for k, n in enumerate(sizes):
         x, y = _rng(n).standard_normal((n, 3)), _rng(n + 1).standard_normal((n, 3))
@@ -596,8 +614,8 @@ def test_the_server_returns_the_tree_of_results_and_counts_the_call():
     f(np.ones(12), np.ones(12))
     segment = f._last.program.single
     served = []
-    real = segment.serve_admitted
-    segment.serve_admitted = lambda args: served.append(len(args)) or real(args)
+    real = f._serve
+    f._serve = lambda args: served.append(len(args)) or real(args)
     for n in (5, 9, 2):
         x, y = _rng(n).standard_normal(n), _rng(n + 1).standard_normal(n)
         calls = f.calls
@@ -614,6 +632,28 @@ def test_the_server_returns_the_tree_of_results_and_counts_the_call():
     g = dynjax.qjit(lambda s: f(c, c)["s"] * s)
     np.testing.assert_array_equal(g(3.0), (c + c) * 3.0)
     assert served == [2, 2, 2, 2] and f.cache_info()["host_reuses"] == 3   # asked, and staged
+
+
+def test_a_dropped_function_frees_its_segments_without_the_garbage_collector():
+    """The server a function keeps writes to its segment, and the segment hands each new
+    server to the function through weak references: nothing holds itself, so a function
+    dropped after serving new sizes frees its segment (and its executables) at once."""
+    gc.disable()
+    try:
+        f = dynjax.qjit(lambda x: jnp.tanh(x) * 2.0, abstracted_axes=({0: "n"},))
+        for n in (10, 11, 12, host_tier.MAX_ELEMENTS + 1):   # the last one compiled
+            np.testing.assert_allclose(f(np.linspace(0, 1, n)), np.tanh(np.linspace(0, 1, n)) * 2.0)
+        tiers.wait_for_background()
+        info = f.cache_info()
+        assert info["host_reuses"] == 2 and info["compilations"] + info["padded_compilations"] >= 1
+        assert f._serve is not None
+        segment = f._last.program.single
+        program = segment.reusable_hosts[0]   # (and its generated functions)
+        held = [weakref.ref(x) for x in (f, segment, f._serve, program.run, program.fast.args[0])]
+        del f, segment, program
+        assert [r() for r in held] == [None] * 5
+    finally:
+        gc.enable()
 
 
 def test_a_program_that_serves_only_its_own_sizes_is_not_kept_to_serve_others():
@@ -658,9 +698,8 @@ def test_two_traces_by_turns_keep_their_generated_servers():
             got = f(x)
             assert got.dtype == dtype
             np.testing.assert_array_equal(got, x * dtype(3.0) - dtype(1.0))
-            segment = f._last.program.single
-            servers.setdefault(dtype, segment.serve_admitted)
-            assert segment.serve_admitted is servers[dtype]   # not made again at each turn
+            servers.setdefault(dtype, f._last.server)
+            assert f._serve is f._last.server is servers[dtype]   # not made again at each turn
     assert f.cache_info()["host_programs"] == 2
 
 
@@ -690,5 +729,5 @@ def test_of_two_threads_making_servers_the_last_reads_the_latest_programs(monkey
     second = threading.Thread(target=segment._make_server)
     second.start()
     first.join(), second.join()
-    assert segment.serve_admitted is made[id(newer)]
+    assert f._serve is f._last.server is made[id(newer)]
     np.testing.assert_array_equal(f(np.arange(5.0)), np.arange(5.0) * 2.0)

@@ -21,6 +21,7 @@ import functools
 import inspect
 import types
 import warnings
+import weakref
 from typing import Callable, Optional
 
 import numpy as np
@@ -67,6 +68,8 @@ class _Entry:
         self.explicit = [i for i, e in enumerate(closed.jaxpr.out_explicit) if e]
         self.dtypes = [a.dtype for a, e in closed.jaxpr.in_type if e]
         self.mlir: Optional[str] = None   # the lowered module, printed on demand
+        # the latest server of its segment (``QJIT._server_front``), once it serves new sizes
+        self.server = None
 
 
 _NUMPY_INTS = frozenset({np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32, np.uint64})
@@ -187,10 +190,10 @@ class QJIT(Introspection):
         #: (trace entry, its arguments' ``host_reach.Layout``, the index of its one result or
         #: None, its number of arguments, its segment, its plan after the program) of the
         #: latest direct call served by a host program that serves other sizes as it is: a
-        #: call laid out so is offered to the segment's ``serve_admitted`` first (``_serving``:
-        #: that segment), and after a miss of the dispatch table to ``_at_other_sizes``
+        #: call laid out so is offered to its segment's server first (``_serve``, the entry's
+        #: ``server``), and after a miss of the dispatch table to ``_at_other_sizes``
         self._reusing = None
-        self._serving = None
+        self._serve = None
         self._last: Optional[_Entry] = None   # introspection only (f.jaxpr): the latest call's trace
         self._aot_leaves = None
         self._aot_traced = False   # traced at decoration (explain: not a cache miss of a call)
@@ -351,10 +354,12 @@ class QJIT(Introspection):
         # hashing a key.)
         try:
             if not kwargs:
-                serving = self._serving
-                if serving is not None:   # a small size a host program admits (_server_front)
-                    out = serving.serve_admitted(args)
+                serve = self._serve
+                if serve is not None:   # a small size a host program admits (_server_front)
+                    out = serve(args)
                     if out is not _MISS:
+                        self.calls += 1
+                        self._last = self._reusing[0]
                         return out
                 if len(args) == 1 and args[0].__class__ is np.ndarray:
                     a = args[0]
@@ -619,7 +624,7 @@ class QJIT(Introspection):
                                                             [occurrences[0] for occurrences in sig.dim_sources]),
                                           self._server_front(entry, single))
                 self._reusing = (entry, layout, single, len(args), seg, plan[2:])
-                self._serving = seg
+                self._serve = entry.server
             return
         node = self._fast.get(keys)
         if node.__class__ is not _ByValue or node.positions != by_value:
@@ -629,14 +634,22 @@ class QJIT(Introspection):
 
     def _server_front(self, entry: _Entry, single: Optional[int]) -> Front:
         """What the server of ``entry``'s segment does for this function around a call it
-        serves (``Segment.admit_layout``): nothing while a trace is being recorded; the call
-        counted and its trace noted, as the direct path of ``__call__`` does; the one result,
-        or the tree of the explicit ones."""
+        serves (``Segment.admit_layout``): nothing while a trace is being recorded; the one
+        result, or the tree of the explicit ones (``__call__`` counts the call and notes its
+        trace). Each server made goes to the entry, and is the one ``__call__`` asks while
+        the entry is ``_reusing``'s; the front holds both weakly (the segment keeps it)."""
         result = f"outs[{single}]" if single is not None else \
             "unflatten(tree, [" + "".join(f"outs[{i}], " for i in entry.explicit) + "])"
-        return Front("STAGING[0]", ["owner.calls += 1", "owner._last = entry"], result, _MISS,
-                     dict(STAGING=STAGING, owner=self, entry=entry, unflatten=pytree.tree_unflatten,
-                          tree=entry.traced.out_tree))
+        owner, held = weakref.ref(self), weakref.ref(entry)
+
+        def install(server):
+            e, q = held(), owner()
+            if e is not None:
+                e.server = server
+                if q is not None and q._reusing is not None and q._reusing[0] is e:
+                    q._serve = server
+        return Front("STAGING[0]", result, _MISS, dict(STAGING=STAGING, unflatten=pytree.tree_unflatten,
+                                                       tree=entry.traced.out_tree), install)
 
     def _lists_as_arrays(self, args):
         """Lists of numbers named by abstracted_axes are arrays (see named_lists_as_arrays)."""

@@ -343,7 +343,7 @@ class Layout:
         scope = self.scope()
         scope["reach"] = reach
         exec(host_tier.compiled(source, "<dynjax host admission>"), scope)
-        return scope["admit"]
+        return scope.pop("admit")
 
     def segment_args(self, args: Sequence[Any]) -> list:
         """The segment's arguments of a call: its sizes, then the arrays."""

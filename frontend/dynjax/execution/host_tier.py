@@ -612,13 +612,13 @@ def _generate(rec: _Record, inputs: Sequence[int], results: Sequence[int], out_a
     text.append(f"def run({', '.join(params)}):\n" + "".join(f"    {line}\n" for line in body))
     source = "\n".join(text)
     exec(compiled(source, "<dynjax host program>"), scope)   # (other sizes: the same text)
-    run = scope["run"]
+    run = scope.pop("run")   # (a function its own globals held would be a cycle)
     if rec.floats and quiet is None:
         run = np.errstate(all="ignore")(run)   # (the decorator: a context per call, thread-safe)
     if entered:
         context = contextvars.Context()
         context.run(quiet[0], quiet[2])
-        return run, functools.partial(context.run, scope["body"]), source
+        return run, functools.partial(context.run, scope.pop("body")), source
     return run, run, source
 
 

@@ -79,16 +79,14 @@ class Segment(HostTier):
         self._host_estimate = None                      # the latest build's estimates at any sizes
         self.host_served = False                        # whether it has served a call
         #: where the latest call was one a host program built at other sizes served as it is
-        #: (``serve_admitted``, which sets ``last_executable`` to that program): its layout
-        #: and the arrays' shapes, for ``xla_view``; else None
+        #: (the server of ``admit_layout``, which sets ``last_executable`` to that program):
+        #: its layout and the arrays' shapes, for ``xla_view``; else None
         self.last_host_shapes = None
         #: the latest host programs that serve other sizes as they are (``host_reach.Reach``)
         self.reusable_hosts: tuple = ()
-        #: ``serve_admitted(args)``: the result of a call laid out as ``_layout`` says that
-        #: one of ``reusable_hosts`` admits as it is, else ``_front.miss`` (``admit_layout``;
-        #: None before it)
+        #: the layout of the calls its server serves, and what its caller adds to it
+        #: (``admit_layout``; the caller keeps the server)
         self._layout = self._front = None
-        self.serve_admitted = None
         #: whether its host programs serve other sizes (None: none built yet)
         self.host_reusable: Optional[bool] = None
         # introspection only (f.mlir_specialized, f.hlo): never read on a call path

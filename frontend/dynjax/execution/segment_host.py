@@ -5,9 +5,10 @@ finish sooner than XLA (``host_tier``) runs the segment's host program of those 
 at the first such call, or one built at other sizes that serves these as it is
 (``host_reach.Reach``); a program's first compile also builds its host program at a few
 small sizes (``_build_host_ahead``), so that the first small size a call meets finds one.
-``qjit`` offers a call of positional arrays to the segment's ``serve_admitted`` before its
-dispatch table: one function generated for the segment's layout of arguments and its
-reusable programs (``_generate_server``) that serves the sizes they admit as they are.
+``qjit`` offers a call of positional arrays to the segment's server before its dispatch
+table: one function generated for the segment's layout of arguments and its reusable
+programs (``_generate_server``) that serves the sizes they admit as they are, which the
+caller keeps (``admit_layout``).
 """
 from __future__ import annotations
 
@@ -72,7 +73,7 @@ class HostTier:
 
     def _served_by(self, host) -> None:
         """Note a call the host program ``host`` serves at its own sizes (a call served at
-        other sizes is noted by ``serve_admitted``'s generated lines: the counters, the
+        other sizes is noted by the server's generated lines: the counters, the
         program and the shapes; keep the two alike)."""
         self.host_served = True
         self.stats.host_runs += 1
@@ -94,32 +95,36 @@ class HostTier:
 
     def admit_layout(self, layout: "host_reach.Layout", front: "Front") -> "host_reach.Layout":
         """Serve calls laid out as ``layout`` says (positional numpy arrays, each one a
-        runtime argument, the sizes their lengths) with ``serve_admitted`` from now on, as
+        runtime argument, the sizes their lengths) with a generated server from now on, as
         ``front`` says for its caller, and return the layout it serves: the first one given,
         with the first front (a segment is one trace's, whose calls are laid out one way).
-        (Called after a call one of its host programs served: ``host_served`` holds, and the
-        server leaves it as it is.)"""
+        Each server made, now and whenever the programs change, goes to ``front.install``:
+        the caller keeps it, not the segment, which the server writes to (a segment that
+        held its server would hold itself, and outlive its function until the garbage
+        collector's next pass). (Called after a call one of its host programs served:
+        ``host_served`` holds, and the server leaves it as it is.)"""
         if self._layout is None:
             self._layout, self._front = layout, front
             self._make_server()
         return self._layout
 
     def _make_server(self) -> None:
-        """``serve_admitted`` for the layout and the reusable host programs as they are now
-        (made again whenever either changes, or a program's ceiling rises; under a lock, so
-        that of two threads that changed them the server made last reads the latest)."""
+        """A server for the layout and the reusable host programs as they are now, given to
+        the front's ``install`` (made again whenever either changes, or a program's ceiling
+        rises; under a lock, so that of two threads that changed them the server installed
+        last reads the latest)."""
         with _MAKING_SERVERS:
             layout, hosts = self._layout, self.reusable_hosts
             if layout is not None:
-                self.serve_admitted = _generate_server(self, layout, hosts, self._front)
+                self._front.install(_generate_server(self, layout, hosts, self._front))
 
     def _note_admitted(self) -> None:
-        """Log the latest call ``serve_admitted`` served (where the tiers' log is on)."""
+        """Log the latest call the server served (where the tiers' log is on)."""
         explain.note(explain.tiers, "host tier, a program of other sizes: "
                      + self._describe_key(self._key(self._admitted_args())))
 
     def _admitted_args(self) -> list:
-        """The segment's arguments of the latest call ``serve_admitted`` served, as shapes."""
+        """The segment's arguments of the latest call the server served, as shapes."""
         layout, shapes = self.last_host_shapes
         return layout.segment_args([_Shape(s) for s in shapes])
 
@@ -197,7 +202,7 @@ class HostTier:
         program (not in the executable cache: looking must not change which tier serves)."""
         host = self.last_executable
         if host.__class__ is host_tier.HostProgram:
-            if self.last_host_shapes is not None:   # served at other sizes (serve_admitted)
+            if self.last_host_shapes is not None:   # served at other sizes (the server)
                 args = self._admitted_args()
                 host = host.at_arguments(args, self.runtime, self._sizes(args))
             if host.compiled is None:
@@ -208,14 +213,15 @@ class HostTier:
 
 class Front:
     """What the caller of a segment's server adds to it (``admit_layout``): ``guard``, an
-    expression true where no call is to be served now (say, while tracing); ``lines`` run
-    once a call is admitted (the caller's own bookkeeping); ``result``, the expression of the
-    program's outputs ``outs`` that the call returns; ``miss``, what the server returns
-    where it serves nothing (an object no call returns); ``scope``, the names these read."""
-    __slots__ = ("guard", "lines", "result", "miss", "scope")
+    expression true where no call is to be served now (say, while tracing); ``result``, the
+    expression of the program's outputs ``outs`` that the call returns; ``miss``, what the
+    server returns where it serves nothing (an object no call returns); ``scope``, the names
+    these read; ``install(server)``, which hands each server made to the caller. None of
+    them may hold the caller but weakly: the segment keeps its front."""
+    __slots__ = ("guard", "result", "miss", "scope", "install")
 
-    def __init__(self, guard: str, lines: Sequence[str], result: str, miss: Any, scope: dict):
-        self.guard, self.lines, self.result, self.miss, self.scope = guard, list(lines), result, miss, scope
+    def __init__(self, guard: str, result: str, miss: Any, scope: dict, install):
+        self.guard, self.result, self.miss, self.scope, self.install = guard, result, miss, scope, install
 
 
 _MAKING_SERVERS = threading.Lock()
@@ -231,11 +237,11 @@ os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def _generate_server(segment, layout: "host_reach.Layout", hosts, front: Front) -> Any:
-    """``Segment.serve_admitted``: ``serve(args)``, what ``front`` returns of the results of
-    the first of the host programs ``hosts`` whose reach admits a call's arguments laid out
-    as ``layout`` says (``Layout.condition``) at lengths other than its build's (the
-    dispatch table serves those: the build's call put them there), with the call noted in
-    the segment as ``_served_by`` would; else ``front.miss``, and the caller's full path
+    """A segment's server: ``serve(args)``, what ``front`` returns of the results of the
+    first of the host programs ``hosts`` whose reach admits a call's arguments laid out as
+    ``layout`` says (``Layout.condition``) at lengths other than its build's (the dispatch
+    table serves those: the build's call put them there), with the call noted in the
+    segment as ``_served_by`` would; else ``front.miss``, and the caller's full path
     decides. Nothing is worked out of the sizes unless asked (``xla_view``): the checks,
     the bookkeeping, the call and its result are one generated function, a microsecond
     beside the program's own run, where the full path takes ten (a stream of new small
@@ -256,7 +262,7 @@ def _generate_server(segment, layout: "host_reach.Layout", hosts, front: Front) 
     lines += (["else:", "    return miss"] if hosts else ["return miss"]) + [
         "stats.host_reuses += 1", "stats.host_runs += 1",
         "segment.last_executable = program",   # (``last_specialized``: ``xla_view`` sets it)
-        f"segment.last_host_shapes = (layout, ({shapes}))"] + front.lines + [
+        f"segment.last_host_shapes = (layout, ({shapes}))",
         "if logging_on(INFO):", "    segment._note_admitted()",
         "try:", f"    outs = fast({params})",
         "except RuntimeError:   # its context is in use (HostProgram.fast)", f"    outs = run({params})",
@@ -266,7 +272,7 @@ def _generate_server(segment, layout: "host_reach.Layout", hosts, front: Front) 
     scope.update(stats=segment.stats, segment=segment, layout=layout, INFO=logging.INFO,
                  logging_on=explain.tiers.isEnabledFor, miss=front.miss)
     exec(host_tier.compiled(source, "<dynjax host admission>"), scope)
-    return scope["serve"]
+    return scope.pop("serve")   # (a function its own globals held would be a cycle)
 
 
 class _Shape:

@@ -13,7 +13,7 @@ class Stats:
     ``exact_runs`` / ``padded_runs`` / ``eager_runs`` / ``host_runs`` count which tier served
     each segment run, ``host_programs`` the programs built for the host tier (``host_tier``),
     ``host_reuses`` the calls a program built at other sizes served as it is
-    (``host_reach.Reach``: each call ``Segment.serve_admitted`` serves, and the first of a
+    (``host_reach.Reach``: each call a segment's server serves, and the first of a
     size only the reach's full checks admit, whose later calls the dispatch table serves).
     ``exact_compilations`` counts the exact executables made for recurring sizes (on
     the background thread, ``tiers.worth_exact``) and ``exact_calls_served`` the calls they
