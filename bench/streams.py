@@ -15,8 +15,9 @@ frameworks interleaved call by call (call k of every framework runs before call 
 
 Peers: ``jax.jit`` (a retrace and compile per new size; for ``mask`` the ``where`` form, for
 ``grow`` a fixed buffer of the largest size), ``jax.jit`` with the inputs padded by hand to the
-next power of two plus a mask, ``torch.compile(dynamic=True)`` where torch is installed, and
-numpy. Printed per stream and framework: the total, the first call, calls 2..N, the sum of
+next power of two plus a mask, ``torch.compile(dynamic=True)`` where torch is installed (its
+OpenMP threads passive when interleaved, ``OMP_WAIT_POLICY=PASSIVE``, as by default alone),
+and numpy. Printed per stream and framework: the total, the first call, calls 2..N, the sum of
 their sizes' steady-state times (the best of ``STEADY_ROUNDS`` calls at each size after the
 stream) and the time the calls took above those (compiles, waits, calls beside background
 work), the p90 and max of calls 6..N (seconds), the largest ratio of a call 6..N to the
@@ -43,6 +44,13 @@ os.environ.setdefault("DYNJAX_DISABLE_DISK_CACHE", "1")
 os.environ.setdefault("JAX_ENABLE_COMPILATION_CACHE", "false")
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+# Interleaved, torch's OpenMP threads sleep when idle instead of spinning, as in the issue's
+# measurements: spinning, they took the cores from the calls of the frameworks interleaved
+# with torch's, and its own calls took 1.6-6x as long (MLP calls 2..50: 0.41 s against 0.10
+# s). Alone, they spin as by default: torch's best there (MLP calls 2..50: 0.034 s against
+# 0.043 s sleeping).
+if "--alone" not in sys.argv[1:]:
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 # torch.compile's on-disk caches (inductor's FX graphs and kernels) start empty in every run,
 # as dynjax's and jax's do above (the caches of earlier runs had turned torch's first calls'
 # 2-11 s into 0.1-4.5 s)
