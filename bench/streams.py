@@ -48,7 +48,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 # measurements: spinning, they took the cores from the calls of the frameworks interleaved
 # with torch's, and its own calls took 1.6-6x as long (MLP calls 2..50: 0.41 s against 0.10
 # s). Alone, they spin as by default: torch's best there (MLP calls 2..50: 0.034 s against
-# 0.043 s sleeping).
+# 0.075 s sleeping).
 if "--alone" not in sys.argv[1:]:
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 # torch.compile's on-disk caches (inductor's FX graphs and kernels) start empty in every run,
