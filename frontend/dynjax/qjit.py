@@ -188,8 +188,7 @@ class QJIT(Introspection):
         self._bound_arities = set()   # numbers of positional arguments the signature takes
         self._fast_hit = self._fast.peek               # its lookup without the recency update
         #: (trace entry, its arguments' ``host_reach.Layout``, the index of its one result or
-        #: None, its number of arguments, its segment, its plan after the program) of the
-        #: latest direct call served by a host program that serves other sizes as it is: a
+        #: None, its plan after the program) of the latest direct call served by a host program that serves other sizes as it is: a
         #: call laid out so is offered to its segment's server first (``_serve``, the entry's
         #: ``server``), and after a miss of the dispatch table to ``_at_other_sizes``
         self._reusing = None
@@ -406,13 +405,13 @@ class QJIT(Introspection):
     def _at_other_sizes(self, args):
         """A call at new sizes of the trace whose host program serves other sizes as it is
         (``_reusing``), beyond the lengths its programs admit at once (``__call__`` asked
-        ``Segment.serve_admitted``): its result where the reach's full checks admit these
+        its segment's server, ``_serve``): its result where the reach's full checks admit these
         larger lengths, the estimates still choosing the host
         (``Segment.call_at_other_sizes``), registered in the dispatch table; else ``_MISS``.
         What the call's own path would check, these check (arrays of the trace's dtypes and
         ranks; a length that changes is dynamic in the trace), and nothing is being traced."""
-        entry, layout, single, nargs, _, tail = self._reusing
-        if STAGING[0] != 0 or len(args) != nargs:
+        entry, layout, single, tail = self._reusing
+        if STAGING[0] != 0 or len(args) != len(layout.ranks):
             return _MISS
         for a, dtype, rank in zip(args, layout.dtypes, layout.ranks):
             if a.__class__ is not np.ndarray or a.dtype != dtype or a.ndim != rank:
@@ -623,7 +622,7 @@ class QJIT(Introspection):
                 layout = seg.admit_layout(host_reach.Layout(entry.dtypes, [np.ndim(a) for a in args],
                                                             [occurrences[0] for occurrences in sig.dim_sources]),
                                           self._server_front(entry, single))
-                self._reusing = (entry, layout, single, len(args), seg, plan[2:])
+                self._reusing = (entry, layout, single, plan[2:])
                 self._serve = entry.server
             return
         node = self._fast.get(keys)
